@@ -1,0 +1,282 @@
+// backing.cpp — see backing.h.
+#include "backing.h"
+
+#include "arena.h"
+#include "log.h"
+#include "region.h"
+#include "spilldir.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <mimalloc.h>
+#include <mutex>
+#include <new>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+// A pointer, not an object: the shim starts in a constructor that can run
+// before this file's static initialisers.
+SpillDir *g_dir = nullptr;
+uint64_t g_dedicated_min = 256ull << 20;
+std::mutex g_pool_lock; // creating pools and growing the memfd's size
+SpillFile *g_disk_pool = nullptr;
+SpillFile *g_memory_pool = nullptr;
+
+SpillFile *new_spill_file(int fd, Backing kind, bool pool) {
+    void *mem = mi_malloc(sizeof(SpillFile));
+    if (!mem) return nullptr;
+    SpillFile *f = new (mem) SpillFile();
+    f->fd = fd;
+    f->kind = kind;
+    f->pool = pool;
+    return f;
+}
+
+// fallocate, retried on EINTR. On failure the range is punched again: ext4
+// keeps a partial allocation after ENOSPC, which would leak disk space.
+int reserve(int fd, uint64_t off, size_t len) {
+    int rc;
+    do rc = fallocate(fd, 0, (off_t)off, (off_t)len);
+    while (rc != 0 && errno == EINTR);
+    if (rc == 0) return 0;
+    int err = errno;
+    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+    return err;
+}
+
+int map_shared(uintptr_t addr, size_t len, int fd, uint64_t off) {
+    void *p = mmap((void *)addr, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)off);
+    return p == MAP_FAILED ? errno : 0;
+}
+
+SpillFile *disk_pool(int &err) {
+    std::lock_guard<std::mutex> guard(g_pool_lock);
+    if (!g_disk_pool) {
+        int fd = create_unnamed_file(*g_dir);
+        if (fd < 0) {
+            err = -fd;
+            return nullptr;
+        }
+        g_disk_pool = new_spill_file(fd, Backing::disk, true);
+        if (!g_disk_pool) {
+            close(fd);
+            err = ENOMEM;
+        }
+    }
+    return g_disk_pool;
+}
+
+SpillFile *memory_pool(int &err) {
+    std::lock_guard<std::mutex> guard(g_pool_lock);
+    if (!g_memory_pool) {
+        int fd = memfd_create("spillway", MFD_CLOEXEC);
+        if (fd < 0) {
+            err = errno;
+            return nullptr;
+        }
+        g_memory_pool = new_spill_file(fd, Backing::memory, true);
+        if (!g_memory_pool) {
+            close(fd);
+            err = ENOMEM;
+        }
+    }
+    return g_memory_pool;
+}
+
+// memfd bytes are not reserved (that would allocate RAM now); the file only
+// has to be long enough that the mapping never reaches past its end.
+int ensure_memfd_size(SpillFile *f, uint64_t end) {
+    std::lock_guard<std::mutex> guard(g_pool_lock);
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) return errno;
+    if ((uint64_t)st.st_size >= end) return 0;
+    return ftruncate(f->fd, (off_t)end) == 0 ? 0 : errno;
+}
+} // namespace
+
+const char *backing_name(Backing b) {
+    switch (b) {
+    case Backing::none: return "none";
+    case Backing::disk: return "disk";
+    case Backing::memory: return "memory";
+    case Backing::anon: return "anon";
+    }
+    return "?";
+}
+
+const char *fallback_name(Fallback f) {
+    static const char *const names[] = {"no_space", "quota", "unsupported", "io_error",
+                                        "too_big", "no_spill_dir", "too_many_files",
+                                        "memfd_failed", "map_failed", "arena_full", "other"};
+    return names[static_cast<int>(f)];
+}
+
+Fallback fallback_from_errno(int err) {
+    switch (err) {
+    case ENOSPC: return Fallback::no_space;
+    case EDQUOT: return Fallback::quota;
+    case EOPNOTSUPP: return Fallback::unsupported;
+    case EIO: return Fallback::io_error;
+    case EFBIG: return Fallback::too_big;
+    case EMFILE: case ENFILE: return Fallback::too_many_files;
+    case ENOMEM: return Fallback::map_failed;
+    default: return Fallback::other;
+    }
+}
+
+void backing_init(const Settings &s) {
+    g_dedicated_min = s.dedicated_min;
+    g_dir = new SpillDir(open_spill_dir(s.spill_dir, s.allow_tmpfs));
+    if (!g_dir->usable && s.policy != Policy::anon && s.policy != Policy::memory)
+        SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous memory",
+                g_dir->why_unusable.c_str());
+    else if (g_dir->on_tmpfs)
+        SPW_LOG(warn, "spill directory %s is on tmpfs/ramfs (allowed by spill.allow_tmpfs): "
+                      "spilled bytes stay in RAM", g_dir->path.c_str());
+}
+
+static const SpillDir &dir() {
+    static const SpillDir none;
+    return g_dir ? *g_dir : none;
+}
+bool disk_usable() { return dir().usable; }
+const std::string &disk_unusable_reason() { return dir().why_unusable; }
+int spill_dir_fd() { return dir().fd; }
+const std::string &spill_dir_path() { return dir().path; }
+
+int new_dedicated_disk_file(size_t len, SpillFile **out) {
+    int fd = create_unnamed_file(*g_dir);
+    if (fd < 0) return -fd;
+    if (int err = reserve(fd, 0, len)) {
+        close(fd);
+        return err;
+    }
+    *out = new_spill_file(fd, Backing::disk, false);
+    if (!*out) {
+        close(fd);
+        return ENOMEM;
+    }
+    return 0;
+}
+
+void close_spill_file(SpillFile *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->~SpillFile();
+    mi_free(f);
+}
+
+int back_disk(Region *r) {
+    if (!disk_usable()) return ENOENT;
+    if (r->map_len >= g_dedicated_min) {
+        SpillFile *f = nullptr;
+        if (int err = new_dedicated_disk_file(r->map_len, &f)) return err;
+        if (int err = map_shared(r->start, r->map_len, f->fd, 0)) {
+            close_spill_file(f);
+            return err;
+        }
+        r->file = f;
+        r->file_off = 0;
+        r->backing = Backing::disk;
+        return 0;
+    }
+    int err = 0;
+    SpillFile *pool = disk_pool(err);
+    if (!pool) return err;
+    uint64_t off = arena::offset_of(r->start);
+    if ((err = reserve(pool->fd, off, r->map_len))) return err;
+    if ((err = map_shared(r->start, r->map_len, pool->fd, off))) {
+        fallocate(pool->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)r->map_len);
+        return err;
+    }
+    r->file = pool;
+    r->file_off = off;
+    r->backing = Backing::disk;
+    return 0;
+}
+
+int back_memory(Region *r) {
+    int err = 0;
+    SpillFile *pool = memory_pool(err);
+    if (!pool) return err;
+    uint64_t off = arena::offset_of(r->start);
+    if ((err = ensure_memfd_size(pool, off + r->map_len))) return err;
+    if ((err = map_shared(r->start, r->map_len, pool->fd, off))) return err;
+    r->file = pool;
+    r->file_off = off;
+    r->backing = Backing::memory;
+    return 0;
+}
+
+int back_anon(Region *r) {
+    void *p = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED) return errno;
+    r->file = nullptr;
+    r->backing = Backing::anon;
+    return 0;
+}
+
+int grow_backing(Region *r, size_t new_map_len) {
+    size_t old = r->map_len, add = new_map_len - old;
+    uintptr_t tail = r->start + old;
+    if (r->backing == Backing::anon) {
+        void *p = mmap((void *)tail, add, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        return p == MAP_FAILED ? errno : 0;
+    }
+    SpillFile *f = r->file;
+    if (!f || f->foreign || r->is_private) return EPERM;
+    uint64_t off = r->file_off + old;
+    if (r->backing == Backing::disk) {
+        if (int err = reserve(f->fd, off, add)) return err;
+    } else if (int err = ensure_memfd_size(f, off + add)) {
+        return err;
+    }
+    if (int err = map_shared(tail, add, f->fd, off)) {
+        if (r->backing == Backing::disk || f->pool)
+            fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)add);
+        return err;
+    }
+    return 0;
+}
+
+bool release_backing(Region *r) {
+    SpillFile *f = r->file;
+    r->file = nullptr;
+    if (!f) return true;
+    if (f->pool) {
+        if (f->foreign) return true; // the parent's pool: never punched from a fork child
+        // A hole again: the blocks (or RAM) go back and a reuse reads zeros.
+        if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->file_off,
+                      (off_t)r->map_len) == 0)
+            return true;
+        SPW_LOG(warn, "could not punch a freed %s range (%s); its address range is retired",
+                backing_name(f->kind), strerror(errno));
+        return false;
+    }
+    // Dedicated: closing our descriptor only drops our reference; the last
+    // close of an unnamed file frees it. A fork child's close leaves the
+    // parent's descriptor and file untouched.
+    close_spill_file(f);
+    return true;
+}
+
+void backing_after_fork_child() {
+    // Pools stay open (inherited regions are mapped from them) but are now
+    // the parent's: this process will make its own on its next large alloc.
+    if (g_disk_pool) g_disk_pool->foreign = true;
+    if (g_memory_pool) g_memory_pool->foreign = true;
+    g_disk_pool = nullptr;
+    g_memory_pool = nullptr;
+    new (&g_pool_lock) std::mutex();
+    for (Region *r = registry_first(); r; r = r->next)
+        if (r->file) r->file->foreign = true;
+}
+
+} // namespace spillway

@@ -1,0 +1,75 @@
+// backing.h — where a region's bytes live: a reserved spill file, a memfd,
+// or anonymous memory, mapped at an address the arena chose.
+//
+// Invariants:
+//  * Disk bytes are always reserved with fallocate(2) before they are
+//    mapped; a range that could not be reserved is never mapped (a write to
+//    an unreserved page on a full filesystem is SIGBUS, not an error).
+//  * Small regions share one pool file per backing (file offset == arena
+//    offset), so ten thousand regions cost one descriptor; regions at or
+//    above dedicated_min get a file of their own (exportable by linkat).
+//  * A free range of a pool file is a hole, so a reused range reads as zeros
+//    (calloc touches nothing).
+//  * A file marked foreign (inherited across fork) is never extended,
+//    punched, truncated or closed by this process's frees.
+#pragma once
+
+#include "config.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+enum class Backing : uint8_t { none = 0, disk = 1, memory = 2, anon = 3 };
+const char *backing_name(Backing b);
+
+// Why a placement fell back; counted in the stats, named in the warning.
+enum class Fallback : uint8_t {
+    no_space, quota, unsupported, io_error, too_big, no_spill_dir, too_many_files,
+    memfd_failed, map_failed, arena_full, other, count_
+};
+const char *fallback_name(Fallback f);
+Fallback fallback_from_errno(int err);
+
+struct SpillFile {
+    int fd = -1;
+    Backing kind = Backing::disk;
+    bool pool = false;
+    bool foreign = false;
+    char exported[256] = {0}; // path once exported
+};
+
+struct Region;
+
+// Opens the spill directory and prepares the pools (files are created lazily).
+void backing_init(const Settings &s);
+bool disk_usable();
+const std::string &disk_unusable_reason();
+int spill_dir_fd();
+const std::string &spill_dir_path();
+
+// Gives r (start, map_len set) the requested backing and maps it RW.
+// Returns 0, or an errno; on error nothing is mapped and nothing is leaked.
+int back_disk(Region *r);
+int back_memory(Region *r);
+int back_anon(Region *r);
+
+// Extends r's backing and mapping from r->map_len to new_map_len in place
+// (the arena space behind it is already r's). 0 or errno.
+int grow_backing(Region *r, size_t new_map_len);
+
+// After r's range was unmapped: punches its pool range or closes its file.
+// False when a pool range could not be punched (its arena space must then
+// never be reused, since a reuse would not read as zeros).
+bool release_backing(Region *r);
+
+// Creates a dedicated reserved file of len bytes (for spill and export).
+int new_dedicated_disk_file(size_t len, SpillFile **out);
+void close_spill_file(SpillFile *f);
+
+// Fork child: mark every file foreign and forget the pools.
+void backing_after_fork_child();
+
+} // namespace spillway

@@ -1,0 +1,297 @@
+// callsite.cpp — see callsite.h.
+//
+// Warm path: unw_backtrace (libunwind's cached frame walk), a hash of the
+// raw addresses, and a lock-free probe of a fixed bucket array. Cold path
+// (a site seen for the first time): module/offset identity via dladdr1,
+// symbol names only if a rule needs them, the profile's verdict, then a
+// locked insert.
+#include "callsite.h"
+
+#include "log.h"
+#include "profile.h"
+#include "size_parse.h"
+
+#include <cstring>
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <mimalloc.h>
+#include <mutex>
+#include <new>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+namespace spillway {
+
+namespace {
+constexpr size_t kBuckets = 4096;
+const Settings *g_settings = nullptr;
+unsigned g_depth = 12;
+bool g_need_names = false;
+std::atomic<CallSite *> g_buckets[kBuckets];
+std::atomic<CallSite *> g_all{nullptr};
+std::mutex g_insert_lock;
+uintptr_t g_self_base = 0; // our own object: its frames are skipped
+uintptr_t g_self_end = 0;
+std::string *g_exe_name = nullptr;
+
+thread_local bool t_capturing __attribute__((tls_model("initial-exec"))) = false;
+
+uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+int find_self(struct dl_phdr_info *info, size_t, void *) {
+    uintptr_t probe = (uintptr_t)&find_self;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type != PT_LOAD) continue;
+        uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+        if (probe >= lo && probe < hi) {
+            g_self_base = lo;
+            g_self_end = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+// Module base name and offset of one return address (dladdr1 on ip-1, so a
+// call at the very end of a function is attributed to it).
+bool module_of(uintptr_t ip, const char **module, uintptr_t *offset) {
+    Dl_info info;
+    struct link_map *map = nullptr;
+    if (!dladdr1((void *)(ip - 1), &info, (void **)&map, RTLD_DL_LINKMAP) || !map) return false;
+    *module = (map->l_name && map->l_name[0]) ? base_name(map->l_name) : g_exe_name->c_str();
+    *offset = ip - map->l_addr;
+    return true;
+}
+
+std::string demangled(const char *name) {
+    int status = 0;
+    char *d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    std::string out = (status == 0 && d) ? d : name;
+    free(d);
+    return out;
+}
+
+// Function names of the site's frames, in order ("" when unknown). Uses a
+// cursor walk of the current stack, which contains the site's frames.
+std::vector<std::string> symbolize_current(const CallSite *site) {
+    std::vector<std::string> names(site->depth);
+    unw_context_t ctx;
+    unw_cursor_t cursor;
+    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return names;
+    unsigned next = 0;
+    for (int steps = 0; steps < 256 && next < site->depth && unw_step(&cursor) > 0; steps++) {
+        unw_word_t ip = 0;
+        unw_get_reg(&cursor, UNW_REG_IP, &ip);
+        if ((uintptr_t)ip != site->frames[next]) continue;
+        char buf[512];
+        unw_word_t off = 0;
+        if (unw_get_proc_name(&cursor, buf, sizeof buf, &off) == 0) names[next] = demangled(buf);
+        next++;
+    }
+    // Frames the cursor did not reach: exported symbols via dladdr.
+    for (unsigned i = 0; i < site->depth; i++) {
+        if (!names[i].empty()) continue;
+        Dl_info info;
+        if (dladdr((void *)(site->frames[i] - 1), &info) && info.dli_sname)
+            names[i] = demangled(info.dli_sname);
+    }
+    return names;
+}
+
+const Rule *match_rule(const CallSite *site) {
+    if (g_settings->rules.empty()) return nullptr;
+    std::vector<std::string> names;
+    if (g_need_names) names = symbolize_current(site);
+    for (const Rule &rule : g_settings->rules) {
+        for (unsigned i = 0; i < site->depth; i++) {
+            const char *module = "";
+            uintptr_t offset = 0;
+            module_of(site->frames[i], &module, &offset);
+            bool module_ok = rule.module.empty() || glob_match(rule.module, module);
+            bool name_ok = rule.match.empty() || (!names[i].empty() && glob_match(rule.match, names[i]));
+            if (module_ok && name_ok) return &rule;
+        }
+    }
+    return nullptr;
+}
+
+CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth) {
+    void *mem = mi_zalloc(sizeof(CallSite));
+    if (!mem) return nullptr;
+    CallSite *site = new (mem) CallSite();
+    site->key = key;
+    site->depth = depth;
+    uint64_t identity = 0xcbf29ce484222325ull;
+    for (unsigned i = 0; i < depth; i++) {
+        site->frames[i] = frames[i];
+        const char *module = "?";
+        uintptr_t offset = frames[i];
+        module_of(frames[i], &module, &offset);
+        identity = identity_hash_step(identity, module, offset);
+    }
+    site->identity = identity;
+    site->rule = match_rule(site);
+    Access learned = profile_lookup(identity);
+    if (learned != Access::unknown) {
+        site->access.store((int)learned);
+        site->from_profile = true;
+        snprintf(site->evidence, sizeof site->evidence, "from profile %s",
+                 g_settings->profile_file.c_str());
+    }
+    return site;
+}
+} // namespace
+
+uint64_t identity_hash_step(uint64_t h, const char *module, uintptr_t offset) {
+    for (const char *c = module; *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+    return mix(h, offset);
+}
+
+void callsite_init(const Settings &s) {
+    g_settings = &s;
+    g_depth = s.callsite_depth;
+    for (const Rule &r : s.rules)
+        if (!r.match.empty()) g_need_names = true;
+    dl_iterate_phdr(find_self, nullptr);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    g_exe_name = new std::string(n > 0 ? base_name(exe) : "main");
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+CallSite *callsite_capture() {
+    if (t_capturing || !g_settings) return nullptr;
+    t_capturing = true;
+    void *raw[kMaxFrames + 16];
+    int n = unw_backtrace(raw, (int)(g_depth + 16));
+    int first = 0;
+    while (first < n && (uintptr_t)raw[first] >= g_self_base && (uintptr_t)raw[first] < g_self_end)
+        first++;
+    unsigned depth = (unsigned)(n - first);
+    if (depth > g_depth) depth = g_depth;
+    uintptr_t frames[kMaxFrames];
+    uint64_t key = depth;
+    for (unsigned i = 0; i < depth; i++) {
+        frames[i] = (uintptr_t)raw[first + i];
+        key = mix(key, frames[i]);
+    }
+    std::atomic<CallSite *> &bucket = g_buckets[key % kBuckets];
+    CallSite *site = bucket.load(std::memory_order_acquire);
+    for (; site; site = site->next)
+        if (site->key == key && site->depth == depth &&
+            memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+            break;
+    if (!site) {
+        CallSite *fresh = create_site(key, frames, depth);
+        std::lock_guard<std::mutex> guard(g_insert_lock);
+        for (site = bucket.load(std::memory_order_acquire); site; site = site->next)
+            if (site->key == key && site->depth == depth &&
+                memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+                break;
+        if (!site && fresh) {
+            fresh->next = bucket.load(std::memory_order_relaxed);
+            bucket.store(fresh, std::memory_order_release);
+            fresh->all_next = g_all.load(std::memory_order_relaxed);
+            g_all.store(fresh, std::memory_order_release);
+            site = fresh;
+            fresh = nullptr;
+        }
+        if (fresh) mi_free(fresh);
+    }
+    t_capturing = false;
+    return site;
+}
+
+CallSite *callsite_list() { return g_all.load(std::memory_order_acquire); }
+
+std::string callsite_identity_hex(const CallSite *site) {
+    char buf[20];
+    snprintf(buf, sizeof buf, "%016llx", (unsigned long long)(site ? site->identity : 0));
+    return buf;
+}
+
+static std::string frame_text(uintptr_t ip) {
+    const char *module = "?";
+    uintptr_t offset = ip;
+    module_of(ip, &module, &offset);
+    char buf[300];
+    snprintf(buf, sizeof buf, "%s+0x%llx", module, (unsigned long long)offset);
+    std::string out = buf;
+    Dl_info info;
+    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) out += " " + demangled(info.dli_sname);
+    return out;
+}
+
+std::string callsite_describe(const CallSite *site, unsigned max_frames) {
+    if (!site) return "call site unknown";
+    std::string out;
+    for (unsigned i = 0; i < site->depth && i < max_frames; i++) {
+        if (i) out += " <- ";
+        out += frame_text(site->frames[i]);
+    }
+    return out;
+}
+
+static std::string json_string(const std::string &s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if ((unsigned char)c < 0x20) continue;
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string callsite_stats_json() {
+    std::string out = "[";
+    bool first = true;
+    for (CallSite *s = callsite_list(); s; s = s->all_next) {
+        if (!first) out += ",";
+        first = false;
+        char head[400];
+        snprintf(head, sizeof head,
+                 "{\"id\":\"%s\",\"allocs\":%llu,\"bytes\":%llu,\"fallbacks\":%llu,"
+                 "\"backing\":{\"disk\":%llu,\"memory\":%llu,\"anon\":%llu},\"access\":\"%s\","
+                 "\"rule_line\":%d,\"classified_after_ms\":%.1f,",
+                 callsite_identity_hex(s).c_str(), (unsigned long long)s->allocs.load(),
+                 (unsigned long long)s->bytes.load(), (unsigned long long)s->fallbacks.load(),
+                 (unsigned long long)s->by_backing[1].load(), (unsigned long long)s->by_backing[2].load(),
+                 (unsigned long long)s->by_backing[3].load(), access_name((Access)s->access.load()),
+                 s->rule ? s->rule->line : 0, s->classified_after_ns.load() / 1e6);
+        out += head;
+        out += "\"evidence\":" + json_string(s->evidence) + ",\"frames\":[";
+        for (unsigned i = 0; i < s->depth && i < 8; i++) {
+            if (i) out += ",";
+            out += json_string(frame_text(s->frames[i]));
+        }
+        out += "]}";
+    }
+    return out + "]";
+}
+
+void callsite_log_summary() {
+    if (!log_enabled(LogLevel::info)) return;
+    for (CallSite *s = callsite_list(); s; s = s->all_next)
+        SPW_LOG(info, "site %s: %llu allocations, %s, disk/memory/anon %llu/%llu/%llu, %llu "
+                      "fallbacks, access %s; %s",
+                callsite_identity_hex(s).c_str(), (unsigned long long)s->allocs.load(),
+                format_size(s->bytes.load()).c_str(), (unsigned long long)s->by_backing[1].load(),
+                (unsigned long long)s->by_backing[2].load(), (unsigned long long)s->by_backing[3].load(),
+                (unsigned long long)s->fallbacks.load(), access_name((Access)s->access.load()),
+                callsite_describe(s, 3).c_str());
+}
+
+} // namespace spillway

@@ -1,0 +1,33 @@
+// cgroup.h — how much unreclaimable memory this process's cgroup can still take.
+//
+// Invariant: headroom is computed from the kernel's own figures (cgroup v2
+// memory.max/current/stat, or v1 limit_in_bytes/usage_in_bytes/stat),
+// walking every ancestor visible to us and taking the tightest. Reclaimable
+// page cache (file minus shmem) does not count as used: it is exactly what
+// spilling turns memory into. No limit anywhere means "unlimited".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+struct MemoryFigures {
+    bool limited = false;
+    uint64_t limit = 0;          // bytes
+    uint64_t usage = 0;          // bytes charged, page cache included
+    uint64_t reclaimable = 0;    // file pages that are not shmem
+    std::string where;           // the cgroup directory that binds
+};
+
+// Reads the figures now (a few small file reads; tens of microseconds).
+MemoryFigures read_memory_figures();
+
+// limit - (usage - reclaimable), or UINT64_MAX without a limit. Cached for
+// a few milliseconds so a burst of allocations does not re-read the files.
+uint64_t memory_headroom();
+
+// For tests: resolve against another root than / (a fake /proc and /sys).
+void cgroup_set_root_for_tests(const char *root);
+
+} // namespace spillway

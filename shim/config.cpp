@@ -1,0 +1,335 @@
+// config.cpp — see config.h. toml++ is compiled header-only into the shim so
+// the preloaded library depends on no toml++ ABI.
+#include "config.h"
+
+#include "size_parse.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sstream>
+#include <unistd.h>
+
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+namespace spillway {
+
+const char *policy_name(Policy p) {
+    switch (p) {
+    case Policy::disk: return "disk";
+    case Policy::memory: return "memory";
+    case Policy::anon: return "anon";
+    case Policy::auto_: return "auto";
+    }
+    return "?";
+}
+
+bool parse_policy(std::string_view text, Policy &out) {
+    if (text == "disk") out = Policy::disk;
+    else if (text == "memory") out = Policy::memory;
+    else if (text == "anon") out = Policy::anon;
+    else if (text == "auto") out = Policy::auto_;
+    else return false;
+    return true;
+}
+
+const char *access_name(Access a) {
+    switch (a) {
+    case Access::unknown: return "unknown";
+    case Access::sequential: return "sequential";
+    case Access::random: return "random";
+    }
+    return "?";
+}
+
+static const char *level_name(LogLevel l) {
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    return names[static_cast<int>(l)];
+}
+
+static bool parse_level(std::string_view text, LogLevel &out) {
+    if (text == "error") out = LogLevel::error;
+    else if (text == "warn" || text == "warning") out = LogLevel::warn;
+    else if (text == "info") out = LogLevel::info;
+    else if (text == "debug") out = LogLevel::debug;
+    else return false;
+    return true;
+}
+
+namespace {
+
+// Thrown inside this file only; converted to the one-line message.
+struct BadKey {
+    std::string message;
+};
+
+class Reader {
+  public:
+    explicit Reader(const std::string &source) : source_(source) {}
+
+    [[noreturn]] void fail(const toml::node *node, const std::string &key, const std::string &what) {
+        std::ostringstream line;
+        line << source_;
+        if (node && node->source().begin.line) line << ":" << node->source().begin.line;
+        line << ": key '" << key << "': " << what;
+        throw BadKey{line.str()};
+    }
+
+    void reject_unknown(const toml::table &table, const std::string &prefix,
+                        std::initializer_list<const char *> known) {
+        for (auto &&[k, v] : table) {
+            bool ok = false;
+            for (const char *name : known)
+                if (k.str() == name) ok = true;
+            if (!ok) {
+                std::string list;
+                for (const char *name : known) list += std::string(list.empty() ? "" : ", ") + name;
+                fail(&v, prefix + std::string(k.str()),
+                     "unknown key; expected one of: " + list + " (see config/spillway.toml)");
+            }
+        }
+    }
+
+    const toml::table *table(const toml::table &parent, const char *name) {
+        const toml::node *n = parent.get(name);
+        if (!n) return nullptr;
+        if (!n->is_table()) fail(n, name, "expected a table [" + std::string(name) + "]");
+        return n->as_table();
+    }
+
+    void size(const toml::table &t, const char *name, const std::string &key, uint64_t &out) {
+        const toml::node *n = t.get(name);
+        if (!n) return;
+        if (auto i = n->value<int64_t>(); i && n->is_integer()) {
+            if (*i < 0) fail(n, key, "expected a non-negative size, got " + std::to_string(*i));
+            out = (uint64_t)*i;
+            return;
+        }
+        if (!n->is_string()) fail(n, key, "expected a size string such as \"64MiB\"");
+        std::string err;
+        if (!parse_size(*n->value<std::string>(), out, err)) fail(n, key, err);
+    }
+
+    void string(const toml::table &t, const char *name, const std::string &key, std::string &out) {
+        const toml::node *n = t.get(name);
+        if (!n) return;
+        if (!n->is_string()) fail(n, key, "expected a string");
+        out = *n->value<std::string>();
+    }
+
+    void boolean(const toml::table &t, const char *name, const std::string &key, bool &out) {
+        const toml::node *n = t.get(name);
+        if (!n) return;
+        if (!n->is_boolean()) fail(n, key, "expected true or false");
+        out = *n->value<bool>();
+    }
+
+    void policy(const toml::table &t, const char *name, const std::string &key, Policy &out) {
+        const toml::node *n = t.get(name);
+        if (!n) return;
+        if (!n->is_string() || !parse_policy(*n->value<std::string>(), out))
+            fail(n, key, "expected one of \"disk\", \"memory\", \"anon\", \"auto\"");
+    }
+
+  private:
+    const std::string &source_;
+};
+
+void validate(const Settings &s, Reader &r) {
+    if (s.threshold < kMinThreshold)
+        r.fail(nullptr, "threshold", "must be at least " + format_size(kMinThreshold) + ", got " +
+                                         format_size(s.threshold));
+    if (s.spill_dir.empty() || s.spill_dir[0] != '/')
+        r.fail(nullptr, "spill.dir", "expected an absolute directory path, got \"" + s.spill_dir + "\"");
+    if (s.callsite_depth < 1 || s.callsite_depth > 64)
+        r.fail(nullptr, "callsites.depth", "expected 1 to 64 frames");
+}
+
+} // namespace
+
+std::optional<std::string> parse_config_text(std::string_view text, const std::string &source,
+                                             Settings &s) {
+    Reader r(source);
+    try {
+        toml::table root;
+        try {
+            root = toml::parse(text, source);
+        } catch (const toml::parse_error &e) {
+            std::ostringstream line;
+            line << source << ":" << e.source().begin.line << ":" << e.source().begin.column
+                 << ": TOML syntax error: " << e.description();
+            return line.str();
+        }
+        r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
+                                    "profile", "callsites", "shm", "rule"});
+        r.size(root, "threshold", "threshold", s.threshold);
+        r.policy(root, "policy", "policy", s.policy);
+        if (auto *t = r.table(root, "spill")) {
+            r.reject_unknown(*t, "spill.", {"dir", "allow_tmpfs", "dedicated_min"});
+            r.string(*t, "dir", "spill.dir", s.spill_dir);
+            r.boolean(*t, "allow_tmpfs", "spill.allow_tmpfs", s.allow_tmpfs);
+            r.size(*t, "dedicated_min", "spill.dedicated_min", s.dedicated_min);
+        }
+        if (auto *t = r.table(root, "memory")) {
+            r.reject_unknown(*t, "memory.", {"reserve"});
+            r.size(*t, "reserve", "memory.reserve", s.memory_reserve);
+        }
+        if (auto *t = r.table(root, "log")) {
+            r.reject_unknown(*t, "log.", {"level", "file"});
+            if (const toml::node *n = t->get("level"))
+                if (!n->is_string() || !parse_level(*n->value<std::string>(), s.log_level))
+                    r.fail(n, "log.level", "expected one of \"error\", \"warn\", \"info\", \"debug\"");
+            r.string(*t, "file", "log.file", s.log_file);
+        }
+        if (auto *t = r.table(root, "stats")) {
+            r.reject_unknown(*t, "stats.", {"file"});
+            r.string(*t, "file", "stats.file", s.stats_file);
+        }
+        if (auto *t = r.table(root, "profile")) {
+            r.reject_unknown(*t, "profile.", {"file", "learn"});
+            r.string(*t, "file", "profile.file", s.profile_file);
+            r.boolean(*t, "learn", "profile.learn", s.learn);
+        }
+        if (auto *t = r.table(root, "callsites")) {
+            r.reject_unknown(*t, "callsites.", {"enabled", "depth"});
+            r.boolean(*t, "enabled", "callsites.enabled", s.callsites);
+            if (const toml::node *n = t->get("depth")) {
+                if (!n->is_integer()) r.fail(n, "callsites.depth", "expected an integer from 1 to 64");
+                int64_t d = *n->value<int64_t>();
+                if (d < 1 || d > 64) r.fail(n, "callsites.depth", "expected an integer from 1 to 64");
+                s.callsite_depth = (unsigned)d;
+            }
+        }
+        if (auto *t = r.table(root, "shm")) {
+            r.reject_unknown(*t, "shm.", {"redirect", "min_size"});
+            r.boolean(*t, "redirect", "shm.redirect", s.shm_redirect);
+            r.size(*t, "min_size", "shm.min_size", s.shm_min);
+        }
+        if (const toml::node *n = root.get("rule")) {
+            if (!n->is_array_of_tables()) r.fail(n, "rule", "expected [[rule]] tables");
+            for (const toml::node &item : *n->as_array()) {
+                const toml::table &t = *item.as_table();
+                r.reject_unknown(t, "rule.", {"match", "module", "policy", "access"});
+                Rule rule;
+                rule.line = (int)item.source().begin.line;
+                r.string(t, "match", "rule.match", rule.match);
+                r.string(t, "module", "rule.module", rule.module);
+                if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy");
+                r.policy(t, "policy", "rule.policy", rule.policy);
+                if (const toml::node *a = t.get("access")) {
+                    std::string v = a->is_string() ? *a->value<std::string>() : "";
+                    if (v == "sequential") rule.access = Access::sequential;
+                    else if (v == "random") rule.access = Access::random;
+                    else r.fail(a, "rule.access", "expected \"sequential\" or \"random\"");
+                }
+                if (rule.match.empty() && rule.module.empty())
+                    r.fail(&item, "rule", "a rule needs match or module (or both)");
+                s.rules.push_back(std::move(rule));
+            }
+        }
+        validate(s, r);
+    } catch (const BadKey &e) {
+        return e.message;
+    }
+    return std::nullopt;
+}
+
+static std::optional<std::string> read_file(const char *path, std::string &out) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return std::string(path) + ": cannot read the config file named by SPILLWAY_CONFIG (" +
+               strerror(errno) + "); fix the path or unset SPILLWAY_CONFIG";
+    char buf[8192];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            std::string e = std::string(path) + ": read failed (" + strerror(errno) + ")";
+            close(fd);
+            return e;
+        }
+        if (n == 0) break;
+        out.append(buf, (size_t)n);
+        if (out.size() > (16u << 20)) {
+            close(fd);
+            return std::string(path) + ": larger than 16 MiB; is this really a spillway config?";
+        }
+    }
+    close(fd);
+    return std::nullopt;
+}
+
+std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_lookup) {
+    auto env = [&](const char *name) -> const char * {
+        const char *v = env_lookup ? env_lookup(name) : getenv(name);
+        return v && *v ? v : nullptr;
+    };
+    if (const char *path = env("SPILLWAY_CONFIG")) {
+        std::string text;
+        if (auto err = read_file(path, text)) return err;
+        s.source = path;
+        if (auto err = parse_config_text(text, path, s)) return err;
+    }
+    Reader r(s.source);
+    try {
+        if (const char *v = env("SPILLWAY_DIR")) s.spill_dir = v;
+        if (const char *v = env("SPILLWAY_THRESHOLD")) {
+            std::string err;
+            if (!parse_size(v, s.threshold, err))
+                return "environment: SPILLWAY_THRESHOLD: " + err;
+        }
+        if (const char *v = env("SPILLWAY_POLICY"))
+            if (!parse_policy(v, s.policy))
+                return std::string("environment: SPILLWAY_POLICY: expected one of disk, memory, "
+                                   "anon, auto, got \"") + v + "\"";
+        if (const char *v = env("SPILLWAY_LOG"))
+            if (!parse_level(v, s.log_level))
+                return std::string("environment: SPILLWAY_LOG: expected one of error, warn, info, "
+                                   "debug, got \"") + v + "\"";
+        validate(s, r);
+    } catch (const BadKey &e) {
+        return e.message;
+    }
+    return std::nullopt;
+}
+
+static std::string quoted(const std::string &s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out + "\"";
+}
+
+std::string describe_settings(const Settings &s) {
+    std::ostringstream o;
+    o << "# effective settings (source: " << s.source << ")\n";
+    o << "threshold = " << quoted(format_size(s.threshold)) << "\n";
+    o << "policy = " << quoted(policy_name(s.policy)) << "\n\n";
+    o << "[spill]\ndir = " << quoted(s.spill_dir) << "\nallow_tmpfs = "
+      << (s.allow_tmpfs ? "true" : "false") << "\ndedicated_min = " << quoted(format_size(s.dedicated_min))
+      << "\n\n";
+    o << "[memory]\nreserve = " << quoted(format_size(s.memory_reserve)) << "\n\n";
+    o << "[log]\nlevel = " << quoted(level_name(s.log_level)) << "\nfile = " << quoted(s.log_file) << "\n\n";
+    o << "[stats]\nfile = " << quoted(s.stats_file) << "\n\n";
+    o << "[profile]\nfile = " << quoted(s.profile_file) << "\nlearn = " << (s.learn ? "true" : "false")
+      << "\n\n";
+    o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth
+      << "\n\n";
+    o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "
+      << quoted(format_size(s.shm_min)) << "\n";
+    for (const Rule &r : s.rules) {
+        o << "\n[[rule]]\n";
+        if (!r.match.empty()) o << "match = " << quoted(r.match) << "\n";
+        if (!r.module.empty()) o << "module = " << quoted(r.module) << "\n";
+        o << "policy = " << quoted(policy_name(r.policy)) << "\n";
+        if (r.access != Access::unknown) o << "access = " << quoted(access_name(r.access)) << "\n";
+    }
+    return o.str();
+}
+
+} // namespace spillway

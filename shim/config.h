@@ -1,0 +1,72 @@
+// config.h — the job's settings: documented defaults, then the TOML file
+// named by SPILLWAY_CONFIG, then single-setting environment overrides.
+//
+// Invariant: load_settings either fills every field or returns one line that
+// names the file, line, key and what was expected. It never half-applies a
+// bad file and never exits; the caller decides (the shim exits, the CLI
+// prints).
+#pragma once
+
+#include "log.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spillway {
+
+enum class Policy { disk, memory, anon, auto_ };
+const char *policy_name(Policy p);
+bool parse_policy(std::string_view text, Policy &out);
+
+enum class Access { unknown, sequential, random };
+const char *access_name(Access a);
+
+// One [[rule]]: first match wins. Empty globs match anything.
+struct Rule {
+    std::string match;  // glob against function names of the captured frames
+    std::string module; // glob against the object file's base name
+    Policy policy = Policy::auto_;
+    Access access = Access::unknown; // optional hint: sets advice and auto's choice
+    int line = 0;
+};
+
+struct Settings {
+    std::string source = "(defaults)";
+    uint64_t threshold = 64ull << 20;
+    Policy policy = Policy::auto_;
+    std::string spill_dir = "/var/tmp/spillway";
+    bool allow_tmpfs = false;
+    uint64_t dedicated_min = 256ull << 20;
+    uint64_t memory_reserve = 256ull << 20;
+    LogLevel log_level = LogLevel::warn;
+    std::string log_file;
+    std::string stats_file;
+    std::string profile_file;
+    bool callsites = true;
+    unsigned callsite_depth = 12;
+    bool learn = true;
+    bool shm_redirect = true;
+    uint64_t shm_min = 64ull << 20;
+    std::vector<Rule> rules;
+};
+
+// Reads environment variables through getenv unless a lookup is given (tests).
+using EnvLookup = std::function<const char *(const char *)>;
+
+// Returns std::nullopt on success, else the one-line error.
+std::optional<std::string> load_settings(Settings &out, const EnvLookup &env = nullptr);
+
+// Parses TOML text as if read from `source` (used by load_settings and tests).
+std::optional<std::string> parse_config_text(std::string_view text, const std::string &source,
+                                             Settings &out);
+
+// The effective settings, as a TOML document (spillway check prints it).
+std::string describe_settings(const Settings &s);
+
+// Smallest threshold the shim accepts: below it regions waste whole pages.
+constexpr uint64_t kMinThreshold = 64 * 1024;
+
+} // namespace spillway

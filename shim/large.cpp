@@ -1,0 +1,320 @@
+// large.cpp — see large.h. Data path: size check (preload.cpp) → call site
+// (callsite.cpp) → policy (policy.cpp) → backing (backing.cpp) → registry
+// (region.cpp, arena.cpp).
+#include "large.h"
+
+#include "arena.h"
+#include "backing.h"
+#include "callsite.h"
+#include "cgroup.h"
+#include "log.h"
+#include "policy.h"
+#include "reaper.h"
+#include "sampler.h"
+#include "region.h"
+#include "stats.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <mimalloc.h>
+#include <sys/mman.h>
+#include <ctime>
+#include <unistd.h>
+
+namespace spillway {
+
+size_t g_large_threshold = SIZE_MAX;
+static const Settings *g_settings = nullptr;
+static size_t g_page = 4096;
+
+void large_init(const Settings &s) {
+    g_settings = &s;
+    g_page = (size_t)sysconf(_SC_PAGESIZE);
+    reaper_init(large_retire);
+}
+
+const Settings &large_settings() { return *g_settings; }
+bool large_active() { return g_settings && arena::g_size; }
+
+static uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t page_round(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
+static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; }
+
+[[noreturn]] static void invalid_pointer(const char *fn, const void *p) {
+    SPW_LOG(error, "%s(): %p is not the start of a live spillway region (double free or "
+                   "corrupted pointer); aborting like glibc would", fn, p);
+    abort();
+}
+
+// Carries out the decision, falling back to anonymous memory with one
+// warning line that names the reason. Returns 0 or errno (nothing mapped).
+static int place(Region *r, const Decision &d) {
+    int err = 0;
+    if (d.backing == Backing::disk) {
+        if (!(err = back_disk(r))) return 0;
+        Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
+        stats_on_fallback(why);
+        if (r->site) r->site->fallbacks.fetch_add(1, std::memory_order_relaxed);
+        SPW_LOG(warn, "could not reserve %zu bytes in %s (%s: %s); this allocation uses "
+                      "anonymous memory and is NOT protected from the memory limit",
+                r->map_len, spill_dir_path().c_str(), fallback_name(why),
+                disk_usable() ? strerror(err) : disk_unusable_reason().c_str());
+    } else if (d.backing == Backing::memory) {
+        if (!(err = back_memory(r))) return 0;
+        stats_on_fallback(Fallback::memfd_failed);
+        SPW_LOG(warn, "memfd region of %zu bytes failed (%s); using anonymous memory", r->map_len,
+                strerror(err));
+    }
+    return back_anon(r);
+}
+
+void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
+    *use_small = false;
+    if (size > (size_t)PTRDIFF_MAX - 2 * arena::kGranule || align > (size_t(1) << 40)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    size_t map_len = page_round(size ? size : 1);
+    if (align < arena::kGranule) align = arena::kGranule;
+
+    Request req;
+    req.size = size;
+    req.flags = flags;
+    req.site = g_settings->callsites ? callsite_capture() : nullptr;
+    PolicyInputs in;
+    in.settings = g_settings;
+    in.disk_usable = disk_usable();
+    if (request_access(req) == Access::random) in.headroom = memory_headroom();
+    Decision d = decide(req, in);
+
+    uintptr_t start;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        start = arena::take(map_len, align);
+    }
+    if (!start) {
+        stats_on_fallback(Fallback::arena_full);
+        *use_small = true;
+        return nullptr;
+    }
+    Region *r = region_new();
+    if (!r) {
+        std::lock_guard<std::mutex> guard(large_lock());
+        arena::give_back(start, map_len);
+        errno = ENOMEM;
+        return nullptr;
+    }
+    r->start = start;
+    r->size = size;
+    r->map_len = map_len;
+    r->va_len = va_round(map_len);
+    r->site = const_cast<CallSite *>(req.site);
+    r->born_ns = monotonic_ns();
+    if (int err = place(r, d)) {
+        arena::unmap_to_reserved(start, r->va_len);
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            arena::give_back(start, r->va_len);
+        }
+        region_delete(r);
+        SPW_LOG(warn, "no memory for a %zu-byte allocation (%s)", size, strerror(err));
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (d.random_advice && r->backing != Backing::anon) {
+        madvise((void *)start, map_len, MADV_RANDOM);
+        r->random_advice = true;
+    }
+    if (d.loud && r->backing == Backing::disk) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            SPW_LOG(warn, "a random-access allocation of %zu bytes went to disk because the cgroup "
+                          "has no headroom for it in memory (%s); expect scattered writes to run "
+                          "orders of magnitude slower than in RAM",
+                    size, callsite_describe(r->site, 3).c_str());
+    }
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        registry_link(r);
+        arena::publish(r, start, r->va_len);
+    }
+    stats_on_alloc(r->backing, map_len);
+    if (CallSite *site = r->site) {
+        site->allocs.fetch_add(1, std::memory_order_relaxed);
+        site->bytes.fetch_add(map_len, std::memory_order_relaxed);
+        site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
+    }
+    if (r->backing == Backing::disk && r->site &&
+        r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)
+        sampler_notice();
+    SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
+    return (void *)start;
+}
+
+void large_free(void *p) {
+    Region *r = arena::region_at(p);
+    if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
+    if (r->freed.exchange(true, std::memory_order_acq_rel)) invalid_pointer("free", p);
+    reaper_submit(r);
+}
+
+void large_retire(Region *r) {
+    stats_on_free(r->backing, r->map_len);
+    bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
+    bool clean = unmapped && release_backing(r);
+    std::lock_guard<std::mutex> guard(large_lock());
+    arena::unpublish(r->start, r->va_len);
+    registry_unlink(r);
+    if (clean) arena::give_back(r->start, r->va_len);
+    else arena::lose(r->start, r->va_len);
+    region_delete(r);
+}
+
+size_t large_usable_size(const void *p) {
+    Region *r = arena::region_at(p);
+    if (!r) return 0;
+    return r->map_len - ((uintptr_t)p - r->start);
+}
+
+// Moves an anonymous or dedicated-file region to a larger arena range
+// without copying its bytes (mremap). Returns the new start or 0.
+static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
+    if (r->backing == Backing::disk) {
+        SpillFile *f = r->file;
+        if (!f || f->pool || f->foreign || r->is_private) return 0;
+        if (fallocate(f->fd, 0, (off_t)r->map_len, (off_t)(new_map_len - r->map_len)) != 0)
+            return 0;
+    } else if (r->backing != Backing::anon) {
+        return 0;
+    }
+    uintptr_t target;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        target = arena::take(new_map_len, arena::kGranule);
+    }
+    if (!target) return 0;
+    void *q = mremap((void *)r->start, r->map_len, new_map_len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                     (void *)target);
+    if (q == MAP_FAILED) {
+        std::lock_guard<std::mutex> guard(large_lock());
+        arena::give_back(target, new_map_len);
+        return 0;
+    }
+    // The old range is now a hole in the arena: reserve it again at once,
+    // without clobbering anything another thread might have mapped there.
+    uintptr_t old = r->start;
+    size_t old_va = r->va_len;
+    void *back = mmap((void *)old, old_va, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    bool reclaimed = back == (void *)old;
+    if (back != MAP_FAILED && !reclaimed) munmap(back, old_va); // kernel without NOREPLACE
+    std::lock_guard<std::mutex> guard(large_lock());
+    arena::unpublish(old, old_va);
+    if (reclaimed) arena::give_back(old, old_va);
+    else arena::lose(old, old_va);
+    r->start = target;
+    r->va_len = va_round(new_map_len);
+    r->map_len = new_map_len;
+    arena::publish(r, target, r->va_len);
+    return target;
+}
+
+void *large_realloc(void *p, size_t size) {
+    Region *r = arena::region_at(p);
+    if (!r || r->start != (uintptr_t)p || r->freed.load()) invalid_pointer("realloc", p);
+    if (size < g_large_threshold) {
+        void *q = mi_malloc(size);
+        if (!q) {
+            errno = ENOMEM;
+            return nullptr;
+        }
+        memcpy(q, p, size);
+        large_free(p);
+        return q;
+    }
+    if (size > (size_t)PTRDIFF_MAX - 2 * arena::kGranule) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    size_t new_map_len = page_round(size);
+    if (new_map_len <= r->map_len) {
+        r->size = size; // shrinking in place keeps the mapping (a later grow is free)
+        return p;
+    }
+    bool room;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        room = new_map_len <= r->va_len || arena::extend(r->start, r->va_len, new_map_len);
+        if (room && va_round(new_map_len) > r->va_len) {
+            r->va_len = va_round(new_map_len);
+            arena::publish(r, r->start, r->va_len);
+        }
+    }
+    if (room && grow_backing(r, new_map_len) == 0) {
+        stats_on_grow(r->backing, new_map_len - r->map_len);
+        r->map_len = new_map_len;
+        r->size = size;
+        g_stats.reallocs_in_place.fetch_add(1, std::memory_order_relaxed);
+        return p;
+    }
+    size_t old_len = r->map_len;
+    if (uintptr_t moved = move_by_mremap(r, new_map_len)) {
+        stats_on_grow(r->backing, new_map_len - old_len);
+        r->size = size;
+        g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
+        return (void *)moved;
+    }
+    // Pool-backed (or mremap refused): a fresh region and a copy.
+    bool use_small = false;
+    void *q = large_alloc(size, 0, 0, &use_small);
+    if (!q && use_small) q = mi_malloc(size);
+    if (!q) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    memcpy(q, p, old_len);
+    large_free(p);
+    g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
+    return q;
+}
+
+void large_fork_prepare() {
+    reaper_fork_prepare();
+    large_lock().lock();
+}
+
+void large_fork_parent() {
+    large_lock().unlock();
+    reaper_fork_parent();
+}
+
+void large_fork_child() {
+    // Shared mappings would let this child's writes reach the parent: give
+    // the child a private copy-on-write view of the same bytes instead.
+    for (Region *r = registry_first(); r; r = r->next) {
+        if (!r->file || r->is_private) continue;
+        void *q = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                       r->file->fd, (off_t)r->file_off);
+        if (q == MAP_FAILED) {
+            SPW_LOG(error, "fork child: could not remap region %p privately (%s); its writes "
+                           "would reach the parent, exiting", (void *)r->start, strerror(errno));
+            _exit(127);
+        }
+        if (r->random_advice) madvise(q, r->map_len, MADV_RANDOM);
+        r->is_private = true;
+    }
+    backing_after_fork_child();
+    large_lock().unlock();
+    reaper_after_fork_child();
+    sampler_after_fork_child();
+}
+
+} // namespace spillway

@@ -1,0 +1,41 @@
+// large.h — the large path: allocations at or above the threshold become
+// regions of the arena, placed by policy, retired by the reaper.
+//
+// Invariants:
+//  * g_large_threshold is SIZE_MAX until start-up has finished, so every
+//    allocation before that (and during it, from the config parser, the
+//    logger or the dynamic loader) takes the small path: start-up cannot
+//    recurse into itself.
+//  * Every region a caller holds is fully mapped and published; every byte a
+//    fresh region exposes reads as zero (so calloc touches nothing).
+//  * No function here holds the large lock while it calls into the reaper,
+//    the call-site capture or a filesystem operation on a region's bytes.
+#pragma once
+
+#include "config.h"
+
+#include <cstddef>
+
+namespace spillway {
+
+extern size_t g_large_threshold;
+
+void large_init(const Settings &s);
+const Settings &large_settings();
+bool large_active();
+
+// Returns the region's start, or nullptr with errno set. *use_small is set
+// when the arena cannot take it (the caller then asks mimalloc instead).
+void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small);
+void large_free(void *p);
+void *large_realloc(void *p, size_t size);
+size_t large_usable_size(const void *p);
+
+// Retires a freed region (the reaper calls this).
+void large_retire(struct Region *r);
+
+void large_fork_prepare();
+void large_fork_parent();
+void large_fork_child();
+
+} // namespace spillway

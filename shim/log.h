@@ -1,0 +1,22 @@
+// log.h — one-line diagnostics that never allocate.
+//
+// Invariant: log_msg formats into a stack buffer and emits it with a single
+// write(2), so it is safe inside malloc, in a fork child and from the reaper
+// thread, and lines from concurrent threads never interleave.
+#pragma once
+
+namespace spillway {
+
+enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
+
+void log_configure(LogLevel level, int fd);
+bool log_enabled(LogLevel level);
+void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define SPW_LOG(level, ...)                                                  \
+    do {                                                                     \
+        if (::spillway::log_enabled(::spillway::LogLevel::level))            \
+            ::spillway::log_msg(::spillway::LogLevel::level, __VA_ARGS__);   \
+    } while (0)
+
+} // namespace spillway

@@ -1,0 +1,153 @@
+// preload.cpp — the whole interposition surface, in one readable place.
+//
+// Every entry point starts with the size check: below the threshold it is
+// a direct call into mimalloc and nothing else (no lock, no TLS, no call-site
+// work). Ownership of a pointer is one comparison (arena::owns). Large
+// requests go to large.cpp. Before start-up has finished the threshold is
+// SIZE_MAX, so everything is small and nothing can recurse.
+#include "arena.h"
+#include "large.h"
+#include "policy.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <mimalloc.h>
+#include <unistd.h>
+
+#define SPW_EXPORT extern "C" __attribute__((visibility("default")))
+#define SPW_LIKELY(x) __builtin_expect(!!(x), 1)
+
+using namespace spillway;
+
+namespace {
+
+// mimalloc 2.0 refuses alignments above this; such requests become regions
+// (anonymous, whatever their size).
+constexpr size_t kSmallAlignMax = size_t(1) << 20;
+
+__attribute__((noinline)) void *alloc_large(size_t size, size_t align, bool zero) {
+    bool use_small = false;
+    void *p = large_alloc(size, align, 0, &use_small);
+    if (p || !use_small) return p; // large regions are born zeroed
+    if (align) return zero ? mi_zalloc_aligned(size, align) : mi_malloc_aligned(size, align);
+    return zero ? mi_zalloc(size) : mi_malloc(size);
+}
+
+void *alloc_aligned(size_t align, size_t size) {
+    if (SPW_LIKELY(size < g_large_threshold && align <= kSmallAlignMax))
+        return mi_malloc_aligned(size, align);
+    if (size < g_large_threshold && large_active()) {
+        bool use_small = false;
+        void *p = large_alloc(size, align, kFlagAlignmentOnly, &use_small);
+        if (p || !use_small) return p;
+    }
+    if (size >= g_large_threshold) return alloc_large(size, align, false);
+    return mi_malloc_aligned(size, align);
+}
+
+bool is_power_of_two(size_t x) { return x && !(x & (x - 1)); }
+
+size_t page_size() {
+    static size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+} // namespace
+
+SPW_EXPORT void *malloc(size_t size) {
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
+    return alloc_large(size, 0, false);
+}
+
+SPW_EXPORT void free(void *p) {
+    int saved = errno; // glibc promises free() keeps errno; so do we
+    if (SPW_LIKELY(!arena::owns(p))) mi_free(p);
+    else large_free(p);
+    errno = saved;
+}
+
+SPW_EXPORT void cfree(void *p) { free(p); }
+
+SPW_EXPORT void *calloc(size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    if (SPW_LIKELY(total < g_large_threshold)) return mi_calloc(count, size);
+    return alloc_large(total, 0, true);
+}
+
+SPW_EXPORT void *realloc(void *p, size_t size) {
+    if (!p) return malloc(size);
+    if (size == 0) { // glibc: free and return NULL
+        free(p);
+        return nullptr;
+    }
+    if (arena::owns(p)) return large_realloc(p, size);
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_realloc(p, size);
+    void *q = alloc_large(size, 0, false);
+    if (!q) return nullptr; // p is left untouched, as realloc requires
+    size_t old = mi_usable_size(p);
+    memcpy(q, p, old < size ? old : size);
+    mi_free(p);
+    return q;
+}
+
+SPW_EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return realloc(p, total);
+}
+
+SPW_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+    if (!is_power_of_two(align) || align % sizeof(void *) != 0) return EINVAL;
+    int saved = errno;
+    void *p = alloc_aligned(align, size);
+    errno = saved;
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+SPW_EXPORT void *aligned_alloc(size_t align, size_t size) {
+    if (!is_power_of_two(align)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return alloc_aligned(align, size);
+}
+
+SPW_EXPORT void *memalign(size_t align, size_t size) {
+    if (align < sizeof(void *)) align = sizeof(void *);
+    if (!is_power_of_two(align)) { // glibc rounds a bad alignment up
+        if (align > (SIZE_MAX >> 1) + 1) {
+            errno = EINVAL;
+            return nullptr;
+        }
+        align = size_t(1) << (64 - __builtin_clzll(align));
+    }
+    return alloc_aligned(align, size);
+}
+
+SPW_EXPORT void *valloc(size_t size) { return alloc_aligned(page_size(), size); }
+
+SPW_EXPORT void *pvalloc(size_t size) {
+    size_t page = page_size();
+    size_t rounded = (size + page - 1) & ~(page - 1);
+    if (rounded < size) {
+        errno = ENOMEM;
+        return nullptr;
+    }
+    return alloc_aligned(page, rounded ? rounded : page);
+}
+
+SPW_EXPORT size_t malloc_usable_size(void *p) {
+    if (!p) return 0;
+    if (arena::owns(p)) return large_usable_size(p);
+    return mi_usable_size(p);
+}

@@ -1,0 +1,157 @@
+// profile.cpp — see profile.h.
+#include "profile.h"
+
+#include "callsite.h"
+#include "log.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sstream>
+#include <unistd.h>
+
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 1
+#include <toml++/toml.h>
+
+namespace spillway {
+
+static std::vector<ProfileEntry> *g_loaded = nullptr;
+
+static bool read_all(const std::string &path, std::string &out) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[8192];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+    close(fd);
+    return n == 0;
+}
+
+bool profile_parse(const std::string &text, const std::string &source, std::vector<ProfileEntry> &out,
+                   std::string &error) {
+    try {
+        toml::table root = toml::parse(text, source);
+        const toml::array *sites = root["site"].as_array();
+        if (!sites) return true;
+        for (const toml::node &n : *sites) {
+            const toml::table *t = n.as_table();
+            if (!t) continue;
+            ProfileEntry e;
+            std::string id = t->get("id") ? t->get("id")->value_or<std::string>("") : "";
+            e.identity = strtoull(id.c_str(), nullptr, 16);
+            std::string access = (*t)["access"].value_or<std::string>("unknown");
+            e.access = access == "random" ? Access::random
+                       : access == "sequential" ? Access::sequential : Access::unknown;
+            e.decision = (*t)["decision"].value_or<std::string>("");
+            e.evidence = (*t)["evidence"].value_or<std::string>("");
+            e.runs = (uint64_t)(*t)["runs"].value_or<int64_t>(1);
+            if (const toml::array *frames = (*t)["frames"].as_array())
+                for (const toml::node &f : *frames) e.frames.push_back(f.value_or<std::string>(""));
+            if (e.identity) out.push_back(std::move(e));
+        }
+        return true;
+    } catch (const toml::parse_error &err) {
+        std::ostringstream line;
+        line << source << ":" << err.source().begin.line << ": profile is not valid TOML ("
+             << err.description() << "); delete it to start learning afresh";
+        error = line.str();
+        return false;
+    }
+}
+
+std::string profile_render(const std::vector<ProfileEntry> &entries) {
+    std::ostringstream o;
+    o << "# spillway call-site profile: what earlier runs of this job learned.\n"
+         "# Read at start-up, merged at exit. Safe to edit or delete.\n";
+    for (const ProfileEntry &e : entries) {
+        char id[20];
+        snprintf(id, sizeof id, "%016llx", (unsigned long long)e.identity);
+        o << "\n[[site]]\nid = \"" << id << "\"\naccess = \"" << access_name(e.access) << "\"\n";
+        o << "decision = " << toml::value<std::string>(e.decision) << "\n";
+        o << "evidence = " << toml::value<std::string>(e.evidence) << "\n";
+        o << "runs = " << e.runs << "\nframes = [\n";
+        for (const std::string &f : e.frames) o << "  " << toml::value<std::string>(f) << ",\n";
+        o << "]\n";
+    }
+    return o.str();
+}
+
+std::vector<ProfileEntry> profile_merge(const std::vector<ProfileEntry> &older,
+                                        const std::vector<ProfileEntry> &newer) {
+    std::vector<ProfileEntry> out = older;
+    for (const ProfileEntry &n : newer) {
+        bool found = false;
+        for (ProfileEntry &o : out) {
+            if (o.identity != n.identity) continue;
+            found = true;
+            uint64_t runs = o.runs + 1;
+            // Random is sticky: one run that saw scattered access is enough
+            // to keep the site in memory; sequential never overrides it.
+            if (!(o.access == Access::random && n.access != Access::random)) o = n;
+            o.runs = runs;
+        }
+        if (!found) out.push_back(n);
+    }
+    return out;
+}
+
+void profile_load(const Settings &s) {
+    g_loaded = new std::vector<ProfileEntry>();
+    if (s.profile_file.empty()) return;
+    std::string text, error;
+    if (!read_all(s.profile_file, text)) return; // first run: nothing learned yet
+    if (!profile_parse(text, s.profile_file, *g_loaded, error)) {
+        SPW_LOG(warn, "%s", error.c_str());
+        g_loaded->clear();
+    }
+}
+
+Access profile_lookup(uint64_t identity) {
+    if (!g_loaded) return Access::unknown;
+    for (const ProfileEntry &e : *g_loaded)
+        if (e.identity == identity) return e.access;
+    return Access::unknown;
+}
+
+void profile_save(const Settings &s) {
+    if (s.profile_file.empty() || !s.learn) return;
+    std::vector<ProfileEntry> learned;
+    for (CallSite *site = callsite_list(); site; site = site->all_next) {
+        Access a = (Access)site->access.load();
+        if (a == Access::unknown || site->from_profile) continue;
+        ProfileEntry e;
+        e.identity = site->identity;
+        e.access = a;
+        e.decision = a == Access::random ? "memory" : "disk";
+        e.evidence = site->evidence;
+        std::string text = callsite_describe(site, site->depth);
+        for (size_t at = 0; at < text.size();) {
+            size_t sep = text.find(" <- ", at);
+            e.frames.push_back(text.substr(at, sep == std::string::npos ? std::string::npos : sep - at));
+            if (sep == std::string::npos) break;
+            at = sep + 4;
+        }
+        learned.push_back(std::move(e));
+    }
+    if (learned.empty()) return;
+    std::vector<ProfileEntry> current;
+    std::string text, error;
+    if (read_all(s.profile_file, text)) profile_parse(text, s.profile_file, current, error);
+    std::string out = profile_render(profile_merge(current, learned));
+    std::string tmp = s.profile_file + ".tmp." + std::to_string(getpid());
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        SPW_LOG(warn, "cannot write profile %s (%s); what this run learned is lost",
+                tmp.c_str(), strerror(errno));
+        return;
+    }
+    bool ok = write(fd, out.data(), out.size()) == (ssize_t)out.size();
+    ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp.c_str(), s.profile_file.c_str()) != 0) {
+        SPW_LOG(warn, "cannot write profile %s (%s)", s.profile_file.c_str(), strerror(errno));
+        unlink(tmp.c_str());
+    }
+}
+
+} // namespace spillway

@@ -1,0 +1,110 @@
+// reaper.cpp — see reaper.h.
+#include "reaper.h"
+
+#include "region.h"
+
+#include <csignal>
+#include <pthread.h>
+
+namespace spillway {
+
+namespace {
+RetireFn g_retire = nullptr;
+// Plain pthread objects: statically initialised, so they work before C++
+// static initialisers run and can be re-initialised in a fork child.
+pthread_mutex_t g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_idle = PTHREAD_COND_INITIALIZER;
+Region *g_head = nullptr, *g_tail = nullptr; // FIFO through Region::queue_next
+unsigned long g_submitted = 0, g_retired = 0;
+bool g_started = false, g_failed = false;
+
+void *reaper_main(void *) {
+    pthread_mutex_lock(&g_queue_lock);
+    for (;;) {
+        while (!g_head) pthread_cond_wait(&g_wake, &g_queue_lock);
+        Region *r = g_head;
+        g_head = r->queue_next;
+        if (!g_head) g_tail = nullptr;
+        r->queue_next = nullptr;
+        pthread_mutex_unlock(&g_queue_lock);
+        g_retire(r);
+        pthread_mutex_lock(&g_queue_lock);
+        g_retired++;
+        pthread_cond_broadcast(&g_idle);
+    }
+    return nullptr;
+}
+
+bool start_thread() {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t tid;
+    bool ok = pthread_create(&tid, &attr, reaper_main, nullptr) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (ok) pthread_setname_np(tid, "spillway-reap");
+    return ok;
+}
+} // namespace
+
+void reaper_init(RetireFn retire) { g_retire = retire; }
+
+void reaper_submit(Region *r) {
+    pthread_mutex_lock(&g_queue_lock);
+    {
+        if (!g_failed) {
+            if (!g_started) {
+                // Creating a thread allocates (TLS, stack): safe here because
+                // no lock of the large path is held and the small path is lock-free.
+                g_started = true;
+                if (!start_thread()) g_failed = true;
+            }
+        }
+        if (!g_failed) {
+            r->queue_next = nullptr;
+            if (g_tail) g_tail->queue_next = r;
+            else g_head = r;
+            g_tail = r;
+            g_submitted++;
+            pthread_cond_signal(&g_wake);
+            pthread_mutex_unlock(&g_queue_lock);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&g_queue_lock);
+    g_retire(r);
+}
+
+void reaper_drain() {
+    pthread_mutex_lock(&g_queue_lock);
+    unsigned long target = g_submitted;
+    while (g_retired < target && g_started && !g_failed) pthread_cond_wait(&g_idle, &g_queue_lock);
+    pthread_mutex_unlock(&g_queue_lock);
+}
+
+void reaper_fork_prepare() { pthread_mutex_lock(&g_queue_lock); }
+void reaper_fork_parent() { pthread_mutex_unlock(&g_queue_lock); }
+
+void reaper_after_fork_child() {
+    Region *pending = g_head;
+    g_head = g_tail = nullptr;
+    g_submitted = g_retired = 0;
+    g_started = false;
+    g_failed = false;
+    g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
+    g_wake = PTHREAD_COND_INITIALIZER;
+    g_idle = PTHREAD_COND_INITIALIZER;
+    while (pending) {
+        Region *next = pending->queue_next;
+        pending->queue_next = nullptr;
+        g_retire(pending);
+        pending = next;
+    }
+}
+
+} // namespace spillway

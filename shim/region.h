@@ -1,0 +1,53 @@
+// region.h — what the shim knows about one large allocation, and the
+// registry of live regions.
+//
+// Invariants:
+//  * A Region is created, linked and published only while holding the large
+//    lock (large_lock()), and unlinked and deleted only while holding it.
+//  * The arena slot table points at a region only while it is fully mapped;
+//    free() claims a region by swapping its start slot's owner to nullptr
+//    (a second free of the same pointer finds nullptr and is reported).
+//  * Region objects come from mimalloc directly (mi_*), never from the
+//    interposed malloc, so the large path cannot recurse into itself.
+#pragma once
+
+#include "backing.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <atomic>
+#include <mutex>
+
+namespace spillway {
+
+struct CallSite;
+
+struct Region {
+    uintptr_t start = 0;
+    size_t size = 0;    // bytes the caller asked for
+    size_t map_len = 0; // bytes mapped (page multiple); malloc_usable_size
+    size_t va_len = 0;  // bytes of arena held (granule multiple)
+    Backing backing = Backing::none;
+    SpillFile *file = nullptr; // disk and memory backings
+    uint64_t file_off = 0;
+    CallSite *site = nullptr;
+    bool is_private = false; // remapped MAP_PRIVATE in a fork child: never write back
+    bool random_advice = false;
+    uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
+    std::atomic<bool> freed{false};  // set once by free(): a second free is reported
+    Region *prev = nullptr, *next = nullptr; // registry (live list)
+    Region *queue_next = nullptr;             // reaper queue
+};
+
+// The large-path lock: arena space, the live list, file bookkeeping.
+std::mutex &large_lock();
+
+void registry_link(Region *r);   // caller holds large_lock
+void registry_unlink(Region *r); // caller holds large_lock
+Region *registry_first();        // caller holds large_lock; walk with ->next
+size_t registry_count();
+
+Region *region_new();
+void region_delete(Region *r);
+
+} // namespace spillway

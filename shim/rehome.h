@@ -1,0 +1,27 @@
+// rehome.h — moving a live region's bytes to a new file in place: same
+// address, same bytes, safe while other threads read and write it.
+//
+// How: the region is made read-only, its bytes are copied into the new
+// file, and the file is mapped over the same range (one mmap MAP_FIXED,
+// atomic for every other thread). A thread that writes during the copy
+// faults; a SIGSEGV handler recognises the address as "being moved", waits
+// for the move to finish and returns, so the write is retried against the
+// new mapping. Faults anywhere else are passed to the handler that was
+// installed before ours (or the default action), unchanged.
+//
+// Invariant: readers never block and never see torn data; writers wait;
+// at most one move is in flight (moves are rare and serialised).
+#pragma once
+
+#include <cstddef>
+
+namespace spillway {
+
+struct Region;
+struct SpillFile;
+
+// Copies r's bytes into dest (reserved, at least r->map_len long) and maps
+// dest over r. The caller has looked r up and owns dest. 0 or -errno.
+int rehome_region(Region *r, SpillFile *dest);
+
+} // namespace spillway

@@ -1,0 +1,23 @@
+// size_parse.h — sizes as users write them ("64MiB", "1.5GiB", "4096").
+//
+// Invariant: a size either parses exactly into bytes or yields an error
+// message saying what was expected; nothing is silently rounded to zero.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace spillway {
+
+// Units: B, K/KiB, M/MiB, G/GiB, T/TiB (powers of 1024) and KB, MB, GB, TB
+// (powers of 1000). A fraction is allowed with a unit ("1.5GiB").
+bool parse_size(std::string_view text, uint64_t &bytes, std::string &error);
+
+// "64MiB", "1.50GiB", "512B": the largest binary unit that reads well.
+std::string format_size(uint64_t bytes);
+
+// Shell-style glob with * and ?, used by call-site rules.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+} // namespace spillway

@@ -1,0 +1,116 @@
+// spilldir.cpp — see spilldir.h.
+#include "spilldir.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+namespace spillway {
+
+static bool make_dirs(const std::string &path, std::string &why) {
+    // mkdir -p with 0700 for what we create; existing parents are left alone.
+    for (size_t i = 1; i <= path.size(); i++) {
+        if (i != path.size() && path[i] != '/') continue;
+        std::string prefix = path.substr(0, i);
+        if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+            why = "cannot create " + prefix + " (" + strerror(errno) + ")";
+            return false;
+        }
+    }
+    return true;
+}
+
+SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
+    SpillDir d;
+    d.path = path;
+    while (d.path.size() > 1 && d.path.back() == '/') d.path.pop_back();
+    if (!make_dirs(d.path, d.why_unusable)) return d;
+    struct stat st;
+    if (lstat(d.path.c_str(), &st) != 0) {
+        d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) + ")";
+        return d;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        d.why_unusable = d.path + " is a symlink; point spill.dir at a real directory";
+        return d;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        d.why_unusable = d.path + " is not a directory";
+        return d;
+    }
+    if (st.st_uid != geteuid()) {
+        d.why_unusable = d.path + " is owned by uid " + std::to_string(st.st_uid) +
+                         ", not by this user; use a directory of your own";
+        return d;
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        d.why_unusable = d.path + " is writable by others without the sticky bit; chmod 0700 it";
+        return d;
+    }
+    d.fd = open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d.fd < 0) {
+        d.why_unusable = "cannot open " + d.path + " (" + strerror(errno) + ")";
+        return d;
+    }
+    if (access(d.path.c_str(), W_OK) != 0) {
+        d.why_unusable = d.path + " is not writable (" + strerror(errno) + ")";
+        return d;
+    }
+    struct statfs fs;
+    if (fstatfs(d.fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
+        d.on_tmpfs = true;
+        if (!allow_tmpfs) {
+            d.why_unusable = d.path + " is on tmpfs/ramfs, which is RAM: spilling there cannot "
+                             "survive a memory limit; use a disk directory or set "
+                             "spill.allow_tmpfs = true";
+            return d;
+        }
+    }
+    d.usable = true;
+    return d;
+}
+
+std::string random_hex(int n) {
+    unsigned char bytes[32];
+    size_t want = (size_t)(n + 1) / 2;
+    if (want > sizeof bytes) want = sizeof bytes;
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = getrandom(bytes + got, want - got, 0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    static const char digits[] = "0123456789abcdef";
+    std::string out;
+    for (size_t i = 0; i < want && (int)out.size() < n; i++) {
+        out += digits[bytes[i] >> 4];
+        if ((int)out.size() < n) out += digits[bytes[i] & 15];
+    }
+    return out;
+}
+
+int create_unnamed_file(const SpillDir &dir) {
+    int fd = openat(dir.fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -errno;
+    // No O_TMPFILE here: a random name, unlinked at once, so that a crash
+    // between the two calls is the only way a file can be left behind.
+    for (int attempt = 0; attempt < 8; attempt++) {
+        std::string name = ".spillway-tmp-" + random_hex(24);
+        fd = openat(dir.fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            unlinkat(dir.fd, name.c_str(), 0);
+            return fd;
+        }
+        if (errno != EEXIST) return -errno;
+    }
+    return -EEXIST;
+}
+
+} // namespace spillway

@@ -1,0 +1,109 @@
+// startup.cpp — bringing the shim up in a constructor, and down at exit.
+//
+// Why a constructor and not the first malloc: the first malloc can come
+// from the dynamic loader or libc before libstdc++ is initialised, and the
+// config parser needs it. Allocations before this runs simply take the small
+// path (g_large_threshold is SIZE_MAX), which is always correct; ours runs
+// after our dependencies' constructors and before the program's own code.
+//
+// Invariant: a bad config never leaves a job silently unprotected: one line
+// on stderr and exit status 78 (EX_CONFIG), before anything is created,
+// unless SPILLWAY_ON_ERROR=continue.
+#include "arena.h"
+#include "backing.h"
+#include "callsite.h"
+#include "config.h"
+#include "large.h"
+#include "log.h"
+#include "profile.h"
+#include "reaper.h"
+#include "sampler.h"
+#include "stats.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+namespace spillway {
+
+constexpr int kConfigErrorExit = 78;
+constexpr size_t kArenaBytes = size_t(16) << 40;
+
+static Settings *g_startup_settings = nullptr;
+static pid_t g_started_pid = 0;
+
+static void say(const std::string &line) {
+    std::string out = "spillway: " + line + "\n";
+    ssize_t ignored = write(2, out.data(), out.size());
+    (void)ignored;
+}
+
+static bool config_error(const std::string &message) {
+    const char *mode = getenv("SPILLWAY_ON_ERROR");
+    if (mode && strcmp(mode, "continue") == 0) {
+        say("config error: " + message + " (SPILLWAY_ON_ERROR=continue: running WITHOUT spilling)");
+        return false;
+    }
+    say("config error: " + message + " (fix it, or set SPILLWAY_ON_ERROR=continue to run unprotected)");
+    _exit(kConfigErrorExit);
+}
+
+static void start() {
+    auto *s = new Settings();
+    if (auto err = load_settings(*s)) {
+        config_error(*err);
+        return;
+    }
+    int log_fd = 2;
+    if (!s->log_file.empty()) {
+        log_fd = open(s->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (log_fd < 0) {
+            config_error(s->source + ": key 'log.file': cannot open " + s->log_file + " (" +
+                         strerror(errno) + ")");
+            return;
+        }
+    }
+    log_configure(s->log_level, log_fd);
+    backing_init(*s);
+    if (!disk_usable() && !disk_unusable_reason().empty() && s->policy != Policy::anon &&
+        s->policy != Policy::memory && !strstr(disk_unusable_reason().c_str(), "tmpfs")) {
+        config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
+        return;
+    }
+    if (!arena::reserve(kArenaBytes)) {
+        SPW_LOG(warn, "could not reserve address space for large regions; spillway is NOT "
+                      "routing (check ulimit -v)");
+        return;
+    }
+    g_startup_settings = s;
+    g_started_pid = getpid();
+    large_init(*s);
+    callsite_init(*s);
+    profile_load(*s);
+    pthread_atfork(large_fork_prepare, large_fork_parent, large_fork_child);
+    std::atomic_thread_fence(std::memory_order_release);
+    g_large_threshold = s->threshold;
+    SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",
+            (unsigned long long)s->threshold, policy_name(s->policy), s->spill_dir.c_str(),
+            disk_usable() ? "" : " (unusable)");
+}
+
+__attribute__((constructor(101))) static void spillway_constructor() { start(); }
+
+__attribute__((destructor)) static void spillway_destructor() {
+    if (!g_startup_settings) return;
+    sampler_stop();
+    // A fork child inherited the parent's counters and sites: only the
+    // process that started the shim reports them (unless "%p" separates files).
+    bool starter = getpid() == g_started_pid;
+    if (starter || g_startup_settings->stats_file.find("%p") != std::string::npos)
+        stats_write_at_exit(g_startup_settings->stats_file);
+    if (!starter) return;
+    profile_save(*g_startup_settings);
+    callsite_log_summary();
+}
+
+} // namespace spillway

@@ -1,0 +1,114 @@
+// stats.cpp — see stats.h.
+#include "stats.h"
+
+#include "callsite.h"
+
+#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace spillway {
+
+Stats g_stats;
+
+void stats_on_alloc(Backing b, size_t bytes) {
+    g_stats.regions[(int)b].fetch_add(1, std::memory_order_relaxed);
+    stats_on_grow(b, bytes);
+}
+
+void stats_on_grow(Backing b, size_t bytes) {
+    int i = (int)b;
+    g_stats.bytes[i].fetch_add(bytes, std::memory_order_relaxed);
+    uint64_t live = g_stats.live_bytes[i].fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = g_stats.peak_bytes[i].load(std::memory_order_relaxed);
+    while (live > peak && !g_stats.peak_bytes[i].compare_exchange_weak(peak, live)) {
+    }
+}
+
+void stats_on_free(Backing b, size_t bytes) {
+    g_stats.live_bytes[(int)b].fetch_sub(bytes, std::memory_order_relaxed);
+    g_stats.frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+void stats_on_fallback(Fallback why) {
+    g_stats.fallbacks[(int)why].fetch_add(1, std::memory_order_relaxed);
+}
+
+static std::string json_escape(const std::string &s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += (char)c;
+        } else if (c < 0x20) {
+            char buf[8];
+            snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        } else {
+            out += (char)c;
+        }
+    }
+    return out;
+}
+
+static std::string command_line() {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return "";
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (buf[i] == 0) buf[i] = ' ';
+    buf[n] = 0;
+    return buf;
+}
+
+std::string stats_json() {
+    auto by_backing = [](std::atomic<uint64_t> *v) {
+        char buf[160];
+        snprintf(buf, sizeof buf, "{\"disk\":%llu,\"memory\":%llu,\"anon\":%llu}",
+                 (unsigned long long)v[1].load(), (unsigned long long)v[2].load(),
+                 (unsigned long long)v[3].load());
+        return std::string(buf);
+    };
+    std::string out = "{\"pid\":" + std::to_string(getpid()) + ",\"cmd\":\"" +
+                      json_escape(command_line()) + "\"";
+    out += ",\"regions\":" + by_backing(g_stats.regions);
+    out += ",\"bytes\":" + by_backing(g_stats.bytes);
+    out += ",\"peak_bytes\":" + by_backing(g_stats.peak_bytes);
+    out += ",\"live_bytes_at_exit\":" + by_backing(g_stats.live_bytes);
+    out += ",\"fallbacks\":{";
+    for (int i = 0; i < (int)Fallback::count_; i++) {
+        if (i) out += ",";
+        out += "\"" + std::string(fallback_name((Fallback)i)) + "\":" +
+               std::to_string(g_stats.fallbacks[i].load());
+    }
+    out += "},\"frees\":" + std::to_string(g_stats.frees.load());
+    out += ",\"reallocs_in_place\":" + std::to_string(g_stats.reallocs_in_place.load());
+    out += ",\"reallocs_moved\":" + std::to_string(g_stats.reallocs_moved.load());
+    out += ",\"sites\":" + callsite_stats_json();
+    out += "}";
+    return out;
+}
+
+void stats_write_at_exit(const std::string &pattern) {
+    if (pattern.empty()) return;
+    std::string path;
+    for (size_t i = 0; i < pattern.size(); i++) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+            path += std::to_string(getpid());
+            i++;
+        } else {
+            path += pattern[i];
+        }
+    }
+    std::string line = stats_json() + "\n";
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    ssize_t ignored = write(fd, line.data(), line.size());
+    (void)ignored;
+    close(fd);
+}
+
+} // namespace spillway

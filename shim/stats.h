@@ -1,0 +1,40 @@
+// stats.h — counters of what the large path did, written at exit.
+//
+// Invariant: counters are relaxed atomics bumped only on the large path
+// (never on the small one); the exit writer appends one JSON object per
+// process as a single O_APPEND write, so a process tree can share one file
+// ("%p" in the name gives each process its own).
+#pragma once
+
+#include "backing.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+struct Stats {
+    std::atomic<uint64_t> regions[4];       // by Backing, cumulative
+    std::atomic<uint64_t> bytes[4];         // by Backing, cumulative
+    std::atomic<uint64_t> live_bytes[4];
+    std::atomic<uint64_t> peak_bytes[4];
+    std::atomic<uint64_t> fallbacks[(int)Fallback::count_];
+    std::atomic<uint64_t> frees;
+    std::atomic<uint64_t> reallocs_in_place;
+    std::atomic<uint64_t> reallocs_moved;
+};
+
+extern Stats g_stats;
+
+void stats_on_alloc(Backing b, size_t bytes);
+void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
+void stats_on_free(Backing b, size_t bytes);
+void stats_on_fallback(Fallback why);
+
+// JSON object for this process (the per-site part comes from callsite.h).
+std::string stats_json();
+// Appends stats_json() to the configured file; no-op without one.
+void stats_write_at_exit(const std::string &file_pattern);
+
+} // namespace spillway

@@ -296,6 +296,12 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     return std::nullopt;
 }
 
+std::string config_error_line(const std::string &message, bool continuing) {
+    return "spillway: config error: " + message +
+           (continuing ? " (SPILLWAY_ON_ERROR=continue: running WITHOUT spilling)"
+                       : " (fix it, or set SPILLWAY_ON_ERROR=continue to run unprotected)");
+}
+
 static std::string quoted(const std::string &s) {
     std::string out = "\"";
     for (char c : s) {

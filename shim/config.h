@@ -66,6 +66,11 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
 // The effective settings, as a TOML document (spillway check prints it).
 std::string describe_settings(const Settings &s);
 
+// The one line the shim prints for a bad config (the CLI prints the same).
+// continuing: SPILLWAY_ON_ERROR=continue is set and the job runs unprotected.
+std::string config_error_line(const std::string &message, bool continuing);
+constexpr int kConfigErrorExit = 78; // EX_CONFIG
+
 // Smallest threshold the shim accepts: below it regions waste whole pages.
 constexpr uint64_t kMinThreshold = 64 * 1024;
 

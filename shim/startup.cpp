@@ -29,26 +29,19 @@
 
 namespace spillway {
 
-constexpr int kConfigErrorExit = 78;
 constexpr size_t kArenaBytes = size_t(16) << 40;
 
 static Settings *g_startup_settings = nullptr;
 static pid_t g_started_pid = 0;
 
-static void say(const std::string &line) {
-    std::string out = "spillway: " + line + "\n";
-    ssize_t ignored = write(2, out.data(), out.size());
-    (void)ignored;
-}
-
 static bool config_error(const std::string &message) {
     const char *mode = getenv("SPILLWAY_ON_ERROR");
-    if (mode && strcmp(mode, "continue") == 0) {
-        say("config error: " + message + " (SPILLWAY_ON_ERROR=continue: running WITHOUT spilling)");
-        return false;
-    }
-    say("config error: " + message + " (fix it, or set SPILLWAY_ON_ERROR=continue to run unprotected)");
-    _exit(kConfigErrorExit);
+    bool continuing = mode && strcmp(mode, "continue") == 0;
+    std::string line = config_error_line(message, continuing) + "\n";
+    ssize_t ignored = write(2, line.data(), line.size());
+    (void)ignored;
+    if (!continuing) _exit(kConfigErrorExit);
+    return false;
 }
 
 static void start() {

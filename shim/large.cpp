@@ -28,6 +28,7 @@ namespace spillway {
 
 size_t g_large_threshold = SIZE_MAX;
 static const Settings *g_settings = nullptr;
+static constexpr size_t kSmallRegionNoReadaround = size_t(8) << 20;
 static size_t g_page = 4096;
 
 void large_init(const Settings &s) {
@@ -129,7 +130,12 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         errno = ENOMEM;
         return nullptr;
     }
-    if (d.random_advice && r->backing != Backing::anon) {
+    // Advice is part of placement. Random-access sites get MADV_RANDOM (a
+    // fault on an evicted page must not read megabytes around it). So do
+    // small file-backed regions: the kernel's mmap read-around (8 MiB on the
+    // spill disk here) on their first write fault would zero-fill page cache
+    // far past their end, into their pool neighbours.
+    if (r->backing != Backing::anon && (d.random_advice || map_len < kSmallRegionNoReadaround)) {
         madvise((void *)start, map_len, MADV_RANDOM);
         r->random_advice = true;
     }

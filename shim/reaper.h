@@ -5,7 +5,8 @@
 // caller of free() must not wait for that. free() only queues the region.
 //
 // Invariants: submit() never blocks on the retiring work (it takes a short
-// queue lock); the thread is created lazily outside every lock of the large
+// queue lock) while fewer than a few regions are pending, and retires inline
+// beyond that, so freed memory cannot pile up; the thread is created lazily outside every lock of the large
 // path, with all signals blocked; if it cannot be created the work is done
 // inline, so nothing is ever leaked for want of a thread.
 #pragma once

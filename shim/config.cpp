@@ -280,6 +280,9 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
             std::string err;
             if (!parse_size(v, s.threshold, err))
                 return "environment: SPILLWAY_THRESHOLD: " + err;
+            if (s.threshold < kMinThreshold)
+                return "environment: SPILLWAY_THRESHOLD: must be at least " + format_size(kMinThreshold) +
+                       ", got " + format_size(s.threshold);
         }
         if (const char *v = env("SPILLWAY_POLICY"))
             if (!parse_policy(v, s.policy))

@@ -24,7 +24,6 @@ std::mutex g_move_lock;
 std::atomic<uintptr_t> g_moving_start{0};
 std::atomic<uintptr_t> g_moving_end{0};
 struct sigaction g_previous;
-std::once_flag g_installed;
 
 void on_segv(int sig, siginfo_t *info, void *context) {
     uintptr_t addr = (uintptr_t)info->si_addr;
@@ -48,7 +47,14 @@ void on_segv(int sig, siginfo_t *info, void *context) {
     signal(SIGSEGV, SIG_DFL);
 }
 
+// (Re)installs our handler unless it is already the current one: a program
+// may have replaced it since the last move, and that handler then becomes
+// the one we chain to.
 void install_handler() {
+    struct sigaction current;
+    if (sigaction(SIGSEGV, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+        current.sa_sigaction == on_segv)
+        return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_segv;
@@ -134,8 +140,8 @@ int copy_out(const Region *r, int dest) {
 } // namespace
 
 int rehome_region(Region *r, SpillFile *dest) {
-    std::call_once(g_installed, install_handler);
     std::lock_guard<std::mutex> move_guard(g_move_lock);
+    install_handler();
     uintptr_t start = r->start;
     size_t len = r->map_len;
     g_moving_start.store(start);

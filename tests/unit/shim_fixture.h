@@ -1,0 +1,54 @@
+// shim_fixture.h — brings the shim's large path up once in a unit-test
+// process (no LD_PRELOAD: the tests call the internals directly), with a
+// private spill directory on disk and a 1 MiB threshold.
+#pragma once
+
+#include "arena.h"
+#include "backing.h"
+#include "callsite.h"
+#include "config.h"
+#include "large.h"
+#include "profile.h"
+
+#include <cstdlib>
+#include <string>
+
+namespace test {
+
+inline spillway::Settings &settings() {
+    static spillway::Settings *s = [] {
+        auto *st = new spillway::Settings();
+        char tmpl[] = "/var/tmp/spillway-unit.XXXXXX";
+        st->spill_dir = mkdtemp(tmpl);
+        st->threshold = 1 << 20;
+        st->log_level = spillway::LogLevel::error;
+        spillway::Rule scatter; // test_callsite: rules by name and by module
+        scatter.match = "scatter_*";
+        scatter.policy = spillway::Policy::memory;
+        scatter.line = 1;
+        spillway::Rule dl;
+        dl.module = "libspw_sites_dl*";
+        dl.policy = spillway::Policy::anon;
+        dl.line = 2;
+        st->rules = {scatter, dl};
+        return st;
+    }();
+    return *s;
+}
+
+inline void bring_up() {
+    static bool done = [] {
+        spillway::Settings &s = settings();
+        spillway::backing_init(s);
+        spillway::arena::reserve(size_t(1) << 40);
+        spillway::large_init(s);
+        spillway::callsite_init(s);
+        spillway::profile_load(s);
+        spillway::g_large_threshold = s.threshold;
+        std::atexit([] { std::system(("rm -rf " + settings().spill_dir).c_str()); });
+        return true;
+    }();
+    (void)done;
+}
+
+} // namespace test

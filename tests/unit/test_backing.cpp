@@ -1,0 +1,135 @@
+// test_backing.cpp — each backing maps readable, writable, zeroed bytes;
+// disk bytes are reserved before they are mapped; pool ranges are punched
+// back to holes; growth extends in place; foreign files are never touched.
+#include "shim_fixture.h"
+
+#include "region.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <mutex>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+using namespace spillway;
+
+static void place_region(Region &r, size_t len) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    r.start = arena::take(len, arena::kGranule);
+    r.map_len = len;
+    r.va_len = arena::granules(len) * arena::kGranule;
+}
+
+static void retire(Region &r) {
+    arena::unmap_to_reserved(r.start, r.va_len);
+    CHECK(release_backing(&r));
+    std::lock_guard<std::mutex> guard(large_lock());
+    arena::give_back(r.start, r.va_len);
+}
+
+static bool all_zero(const Region &r) {
+    const unsigned char *p = (const unsigned char *)r.start;
+    for (size_t i = 0; i < r.map_len; i += 4096)
+        if (p[i]) return false;
+    return true;
+}
+
+TEST_CASE("disk pool regions are reserved, zeroed, and punched on release") {
+    test::bring_up();
+    REQUIRE(disk_usable());
+    Region r;
+    place_region(r, 4 << 20);
+    REQUIRE(back_disk(&r) == 0);
+    CHECK(r.backing == Backing::disk);
+    REQUIRE(r.file);
+    CHECK(r.file->pool);
+    CHECK(r.file_off == arena::offset_of(r.start));
+    struct stat st;
+    REQUIRE(fstat(r.file->fd, &st) == 0);
+    CHECK((uint64_t)st.st_size >= r.file_off + r.map_len);
+    CHECK(all_zero(r));
+    memset((void *)r.start, 0x5A, r.map_len);
+    int fd = r.file->fd;
+    off_t off = (off_t)r.file_off;
+    retire(r);
+    // The range is a hole again: it reads zero and holds no blocks.
+    unsigned char probe[4096];
+    REQUIRE(pread(fd, probe, sizeof probe, off) == (ssize_t)sizeof probe);
+    CHECK(probe[0] == 0);
+    CHECK(probe[4095] == 0);
+    CHECK(lseek(fd, off, SEEK_DATA) != off);
+}
+
+TEST_CASE("large disk regions get a dedicated reserved file") {
+    test::bring_up();
+    Region r;
+    place_region(r, size_t(test::settings().dedicated_min));
+    REQUIRE(back_disk(&r) == 0);
+    REQUIRE(r.file);
+    CHECK_FALSE(r.file->pool);
+    struct stat st;
+    REQUIRE(fstat(r.file->fd, &st) == 0);
+    CHECK((uint64_t)st.st_blocks * 512 >= r.map_len); // reserved, not sparse
+    CHECK(st.st_nlink == 0);
+    retire(r);
+}
+
+TEST_CASE("memory regions are memfd, anon regions are anonymous") {
+    test::bring_up();
+    Region m;
+    place_region(m, 2 << 20);
+    REQUIRE(back_memory(&m) == 0);
+    CHECK(m.backing == Backing::memory);
+    CHECK(all_zero(m));
+    memset((void *)m.start, 1, m.map_len);
+    retire(m);
+    Region a;
+    place_region(a, 2 << 20);
+    REQUIRE(back_anon(&a) == 0);
+    CHECK(a.backing == Backing::anon);
+    CHECK(a.file == nullptr);
+    memset((void *)a.start, 1, a.map_len);
+    retire(a);
+}
+
+TEST_CASE("growth extends the reservation and the mapping in place") {
+    test::bring_up();
+    for (auto back : {back_disk, back_memory, back_anon}) {
+        Region r;
+    place_region(r, 2 << 20);
+        r.va_len = 2 * arena::kGranule;
+        { // make sure the next granule belongs to r
+            std::lock_guard<std::mutex> guard(large_lock());
+            REQUIRE(arena::extend(r.start, arena::kGranule, 2 * arena::kGranule));
+        }
+        REQUIRE(back(&r) == 0);
+        memset((void *)r.start, 7, r.map_len);
+        REQUIRE(grow_backing(&r, 4 << 20) == 0);
+        r.map_len = 4 << 20;
+        unsigned char *p = (unsigned char *)r.start;
+        CHECK(p[(2 << 20) - 1] == 7);
+        CHECK(p[(4 << 20) - 1] == 0);
+        p[(4 << 20) - 1] = 9;
+        retire(r);
+    }
+}
+
+TEST_CASE("a foreign file is never grown") {
+    test::bring_up();
+    Region r;
+    place_region(r, 2 << 20);
+    REQUIRE(back_disk(&r) == 0);
+    r.file->foreign = true;
+    CHECK(grow_backing(&r, 4 << 20) == EPERM);
+    r.file->foreign = false;
+    retire(r);
+}
+
+TEST_CASE("fallbacks are named from errno") {
+    CHECK(fallback_from_errno(ENOSPC) == Fallback::no_space);
+    CHECK(fallback_from_errno(EDQUOT) == Fallback::quota);
+    CHECK(fallback_from_errno(EOPNOTSUPP) == Fallback::unsupported);
+    CHECK(fallback_from_errno(EIO) == Fallback::io_error);
+    CHECK(std::string(fallback_name(Fallback::no_space)) == "no_space");
+    CHECK(std::string(backing_name(Backing::memory)) == "memory");
+}

@@ -1,0 +1,164 @@
+// test_config.cpp — defaults, every key, environment overrides, and one
+// clear line (file, line, key, expectation) for each kind of bad config.
+#include "config.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+using namespace spillway;
+
+static std::string parse_error(const std::string &text) {
+    Settings s;
+    auto err = parse_config_text(text, "job.toml", s);
+    return err ? *err : "";
+}
+
+TEST_CASE("defaults are the documented ones") {
+    Settings s;
+    CHECK(s.threshold == 64ull << 20);
+    CHECK(s.policy == Policy::auto_);
+    CHECK(s.spill_dir == "/var/tmp/spillway");
+    CHECK_FALSE(s.allow_tmpfs);
+    CHECK(s.memory_reserve == 256ull << 20);
+    CHECK(s.log_level == LogLevel::warn);
+    CHECK(s.shm_redirect);
+}
+
+TEST_CASE("every key is read") {
+    Settings s;
+    auto err = parse_config_text(R"(
+threshold = "2MiB"
+policy = "disk"
+[spill]
+dir = "/data/spill"
+allow_tmpfs = true
+dedicated_min = "1GiB"
+[memory]
+reserve = "1GiB"
+[log]
+level = "debug"
+file = "/tmp/x.log"
+[stats]
+file = "/tmp/s.jsonl"
+[profile]
+file = "/tmp/p.toml"
+learn = false
+[callsites]
+enabled = false
+depth = 20
+[shm]
+redirect = false
+min_size = "128MiB"
+[[rule]]
+match = "scatter_*"
+module = "libtorch*"
+policy = "memory"
+access = "random"
+[[rule]]
+module = "libfoo.so"
+policy = "anon"
+)", "job.toml", s);
+    REQUIRE_FALSE(err);
+    CHECK(s.threshold == 2ull << 20);
+    CHECK(s.policy == Policy::disk);
+    CHECK(s.spill_dir == "/data/spill");
+    CHECK(s.allow_tmpfs);
+    CHECK(s.dedicated_min == 1ull << 30);
+    CHECK(s.memory_reserve == 1ull << 30);
+    CHECK(s.log_level == LogLevel::debug);
+    CHECK(s.log_file == "/tmp/x.log");
+    CHECK(s.stats_file == "/tmp/s.jsonl");
+    CHECK(s.profile_file == "/tmp/p.toml");
+    CHECK_FALSE(s.learn);
+    CHECK_FALSE(s.callsites);
+    CHECK(s.callsite_depth == 20);
+    CHECK_FALSE(s.shm_redirect);
+    CHECK(s.shm_min == 128ull << 20);
+    REQUIRE(s.rules.size() == 2);
+    CHECK(s.rules[0].match == "scatter_*");
+    CHECK(s.rules[0].module == "libtorch*");
+    CHECK(s.rules[0].policy == Policy::memory);
+    CHECK(s.rules[0].access == Access::random);
+    CHECK(s.rules[0].line == 24);
+    CHECK(s.rules[1].policy == Policy::anon);
+}
+
+TEST_CASE("bad configs give one line naming file, line and key") {
+    std::string e = parse_error("threshold = \"64MiB");
+    CHECK(e.find("job.toml:1") == 0);
+    CHECK(e.find("syntax error") != std::string::npos);
+
+    e = parse_error("threshold = \"64MiB\"\n\nthreshhold = 5");
+    CHECK(e.find("job.toml:3") == 0);
+    CHECK(e.find("key 'threshhold'") != std::string::npos);
+    CHECK(e.find("unknown key") != std::string::npos);
+
+    e = parse_error("[spill]\ndir = 5");
+    CHECK(e.find("job.toml:2") == 0);
+    CHECK(e.find("key 'spill.dir'") != std::string::npos);
+    CHECK(e.find("expected a string") != std::string::npos);
+
+    e = parse_error("threshold = \"lots\"");
+    CHECK(e.find("key 'threshold'") != std::string::npos);
+    CHECK(e.find("expected a size") != std::string::npos);
+
+    e = parse_error("threshold = \"1KiB\"");
+    CHECK(e.find("at least") != std::string::npos);
+
+    e = parse_error("policy = \"fast\"");
+    CHECK(e.find("\"disk\", \"memory\", \"anon\", \"auto\"") != std::string::npos);
+
+    e = parse_error("[[rule]]\nmatch = \"x\"");
+    CHECK(e.find("needs a policy") != std::string::npos);
+
+    e = parse_error("[spill]\ndir = \"relative/path\"");
+    CHECK(e.find("absolute") != std::string::npos);
+
+    e = parse_error("[log]\nlevel = \"loud\"");
+    CHECK(e.find("key 'log.level'") != std::string::npos);
+    CHECK(e.find('\n') == std::string::npos);
+}
+
+TEST_CASE("environment variables override single settings") {
+    std::map<std::string, std::string> env = {{"SPILLWAY_DIR", "/srv/spill"},
+                                              {"SPILLWAY_THRESHOLD", "8MiB"},
+                                              {"SPILLWAY_POLICY", "memory"},
+                                              {"SPILLWAY_LOG", "info"}};
+    auto lookup = [&](const char *name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+    };
+    Settings s;
+    REQUIRE_FALSE(load_settings(s, lookup));
+    CHECK(s.spill_dir == "/srv/spill");
+    CHECK(s.threshold == 8ull << 20);
+    CHECK(s.policy == Policy::memory);
+    CHECK(s.log_level == LogLevel::info);
+
+    env["SPILLWAY_THRESHOLD"] = "huge";
+    Settings bad;
+    auto err = load_settings(bad, lookup);
+    REQUIRE(err);
+    CHECK(err->find("SPILLWAY_THRESHOLD") != std::string::npos);
+
+    env.erase("SPILLWAY_THRESHOLD");
+    env["SPILLWAY_CONFIG"] = "/nonexistent/spillway.toml";
+    err = load_settings(bad, lookup);
+    REQUIRE(err);
+    CHECK(err->find("/nonexistent/spillway.toml") != std::string::npos);
+    CHECK(err->find("SPILLWAY_CONFIG") != std::string::npos);
+}
+
+TEST_CASE("the effective settings print as a config that parses back") {
+    Settings s;
+    REQUIRE_FALSE(parse_config_text("threshold = \"3MiB\"\n[[rule]]\nmatch = \"f*\"\npolicy = \"memory\"\n",
+                                    "a.toml", s));
+    std::string text = describe_settings(s);
+    Settings again;
+    auto err = parse_config_text(text, "echo.toml", again);
+    INFO(text);
+    REQUIRE_FALSE(err);
+    CHECK(again.threshold == s.threshold);
+    CHECK(again.rules.size() == 1);
+    CHECK(config_error_line("x", false).find("SPILLWAY_ON_ERROR=continue") != std::string::npos);
+}

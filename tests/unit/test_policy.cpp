@@ -1,0 +1,71 @@
+// test_policy.cpp — the decision table: global policy, explicit flags,
+// rules, and auto's physics (sequential to disk, random to memory while the
+// cgroup has headroom, else disk loudly).
+#include "callsite.h"
+#include "policy.h"
+#include "spillway.h"
+
+#include <catch2/catch.hpp>
+
+using namespace spillway;
+
+static Decision run(Policy global, size_t size, unsigned flags, const CallSite *site, bool disk_ok,
+                    uint64_t headroom) {
+    Settings s;
+    s.policy = global;
+    s.memory_reserve = 100;
+    PolicyInputs in;
+    in.settings = &s;
+    in.disk_usable = disk_ok;
+    in.headroom = headroom;
+    Request r;
+    r.size = size;
+    r.flags = flags;
+    r.site = site;
+    return decide(r, in);
+}
+
+TEST_CASE("global policies") {
+    CHECK(run(Policy::disk, 1000, 0, nullptr, true, 0).backing == Backing::disk);
+    CHECK(run(Policy::disk, 1000, 0, nullptr, false, 0).backing == Backing::anon);
+    CHECK(run(Policy::memory, 1000, 0, nullptr, true, 0).backing == Backing::memory);
+    CHECK(run(Policy::anon, 1000, 0, nullptr, true, 0).backing == Backing::anon);
+    CHECK(run(Policy::auto_, 1000, 0, nullptr, true, 0).backing == Backing::disk);
+    CHECK(run(Policy::auto_, 1000, 0, nullptr, false, 0).backing == Backing::anon);
+}
+
+TEST_CASE("explicit flags win over the global policy") {
+    CHECK(run(Policy::anon, 1000, SPILLWAY_PREFER_DISK, nullptr, true, 0).backing == Backing::disk);
+    CHECK(run(Policy::disk, 1000, SPILLWAY_PREFER_MEMORY, nullptr, true, 0).backing == Backing::memory);
+    CHECK(run(Policy::disk, 1000, kFlagAlignmentOnly, nullptr, true, 0).backing == Backing::anon);
+}
+
+TEST_CASE("random access: memory while the cgroup has headroom, else disk loudly") {
+    Decision d = run(Policy::auto_, 1000, SPILLWAY_RANDOM_ACCESS, nullptr, true, 5000);
+    CHECK(d.backing == Backing::memory);
+    CHECK(d.random_advice);
+    CHECK_FALSE(d.loud);
+    d = run(Policy::auto_, 1000, SPILLWAY_RANDOM_ACCESS, nullptr, true, 1050); // < size + reserve
+    CHECK(d.backing == Backing::disk);
+    CHECK(d.loud);
+    CHECK(d.random_advice);
+    d = run(Policy::auto_, 1000, SPILLWAY_RANDOM_ACCESS, nullptr, false, 10);
+    CHECK(d.backing == Backing::memory); // nowhere else to go
+}
+
+TEST_CASE("a site's rule or learned access decides") {
+    Rule rule;
+    rule.policy = Policy::memory;
+    CallSite site;
+    site.rule = &rule;
+    CHECK(run(Policy::disk, 1000, 0, &site, true, 0).backing == Backing::memory);
+    rule.policy = Policy::auto_;
+    rule.access = Access::random;
+    CHECK(run(Policy::auto_, 1000, 0, &site, true, 1 << 30).backing == Backing::memory);
+    CallSite learned;
+    learned.access = (int)Access::random;
+    CHECK(run(Policy::auto_, 1000, 0, &learned, true, 1 << 30).backing == Backing::memory);
+    CHECK(run(Policy::auto_, 1000, 0, &learned, true, 0).backing == Backing::disk);
+    learned.access = (int)Access::sequential;
+    CHECK(run(Policy::auto_, 1000, 0, &learned, true, 1 << 30).backing == Backing::disk);
+}

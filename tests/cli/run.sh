@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# run.sh SPILLWAY LIBSPILLWAY — `spillway run`: exit status pass-through
+# (0, 3, 128+N for signal N, 127, 126), LD_PRELOAD kept with the shim first,
+# the spill directory prepared once (stale spillway files removed, nothing
+# else), SPILLWAY_PREPARED handed down, the summary drawn from the stats,
+# a configured stats file honoured, a bad config stopped with exit 78.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+spillway=$1
+library=$2
+make_scratch
+spill="$SCRATCH/spill"
+py=/usr/bin/python3
+run() { "$spillway" run --dir "$spill" --threshold 1MiB "$@"; }
+
+# Exit status, unchanged.
+run -q -- true; expect_status 0 $? "true"
+run -q -- sh -c 'exit 3'; expect_status 3 $? "exit 3"
+run -q -- sh -c 'kill -TERM $$' 2>/dev/null; expect_status 143 $? "SIGTERM"
+run -q -- sh -c 'kill -KILL $$' 2>/dev/null; expect_status 137 $? "SIGKILL"
+err=$(run -q -- sh -c 'kill -SEGV $$' 2>&1); expect_status 139 $? "SIGSEGV"
+expect_contains "$err" "killed by signal 11 (SIGSEGV)" "SIGSEGV message"
+err=$(run -q -- no-such-command-here 2>&1); expect_status 127 $? "missing command"
+expect_lines 1 "$err" "missing command"
+printf 'data' >"$SCRATCH/not-executable"
+run -q -- "$SCRATCH/not-executable" 2>/dev/null; expect_status 126 $? "not executable"
+
+# The shim is preloaded first; the user's own entries are kept, in order.
+extra=/lib/x86_64-linux-gnu/libgcc_s.so.1
+[ -f "$extra" ] || extra=$(ldconfig -p | awk '/libgcc_s.so.1/ {print $NF; exit}')
+out=$(LD_PRELOAD="$extra" run -q -- sh -c 'echo "$LD_PRELOAD"'); expect_status 0 $? "LD_PRELOAD run"
+expect_contains "$out" "libspillway.so:$extra" "LD_PRELOAD order"
+out=$(LD_PRELOAD="$library $extra" run -q -- sh -c 'echo "$LD_PRELOAD"')
+[ "$(printf '%s' "$out" | grep -o libspillway | wc -l)" = 1 ] || fail "libspillway preloaded twice: $out"
+
+# The spill directory is prepared once: stale spillway files go, the rest stays.
+mkdir -p "$spill" && chmod 700 "$spill"
+touch "$spill/spillway-export-1-dead" "$spill/spillway-shm-old" "$spill/.spillway-tmp-abc" "$spill/notes.txt"
+ln -s "$SCRATCH/not-executable" "$spill/spillway-export-link"
+out=$(run -- sh -c 'echo "prepared by $SPILLWAY_PREPARED"' 2>"$SCRATCH/err"); expect_status 0 $? "prepare"
+expect_contains "$out" "prepared by " "SPILLWAY_PREPARED"
+expect_contains "$(cat "$SCRATCH/err")" "removed 3 stale spillway file(s)" "prepare message"
+for f in spillway-export-1-dead spillway-shm-old .spillway-tmp-abc; do
+    [ ! -e "$spill/$f" ] || fail "stale $f was not removed"
+done
+[ -e "$spill/notes.txt" ] || fail "prepare removed a file that is not spillway's"
+[ -L "$spill/spillway-export-link" ] || fail "prepare removed a symlink"
+rm -f "$spill/spillway-export-link" "$spill/notes.txt"
+# Nested in a prepared tree, run does not clear again (a sibling's exports live there).
+touch "$spill/spillway-export-2-live"
+out=$(SPILLWAY_PREPARED=4242 run -q -- sh -c 'echo "$SPILLWAY_PREPARED"'); expect_status 0 $? "nested run"
+[ "$out" = 4242 ] || fail "nested run replaced the outer SPILLWAY_PREPARED: $out"
+[ -e "$spill/spillway-export-2-live" ] || fail "a nested run cleared the spill directory again"
+rm -f "$spill/spillway-export-2-live"
+
+# The summary comes from the shim's stats: one 8 MiB bytearray on disk.
+err=$(run -- "$py" -c 'b = bytearray(8 << 20); b[-1] = 1' 2>&1 >/dev/null); expect_status 0 $? "python under run"
+expect_contains "$err" "1 process reported, 1 placed large regions" "summary head"
+expect_contains "$err" "disk        1 region" "summary disk line"
+expect_contains "$err" "8.00MiB  peak 8.00MiB" "summary bytes and peak"
+expect_contains "$err" "fallbacks: none" "summary fallbacks"
+out=$(run -q -- sh -c 'echo "$SPILLWAY_CONFIG"'); tmpdir=$(dirname "$out")
+[ ! -e "$tmpdir" ] || fail "run left its temporary config directory $tmpdir behind"
+
+# --policy anon reaches the shim: the region is anonymous.
+err=$(run --policy anon -- "$py" -c 'b = bytearray(8 << 20)' 2>&1 >/dev/null)
+expect_contains "$err" "anon        1 region" "--policy anon"
+
+# A configured stats file is used (and only this run's lines are summarised).
+printf '[stats]\nfile = "%s/stats.jsonl"\n' "$SCRATCH" >"$SCRATCH/with-stats.toml"
+echo '{"pid":1,"regions":{"disk":99}}' >"$SCRATCH/stats.jsonl"
+err=$(run -c "$SCRATCH/with-stats.toml" -- "$py" -c 'b = bytearray(4 << 20)' 2>&1 >/dev/null)
+expect_contains "$err" "stats in $SCRATCH/stats.jsonl" "configured stats file"
+expect_contains "$err" "disk        1 region" "only this run's lines"
+[ "$(wc -l <"$SCRATCH/stats.jsonl")" = 2 ] || fail "configured stats file should have 2 lines"
+
+# The user's config travels to the child (threshold from the file, not the flag).
+printf 'threshold = "16MiB"\n' >"$SCRATCH/big-threshold.toml"
+err=$("$spillway" run --dir "$spill" -c "$SCRATCH/big-threshold.toml" -- "$py" -c 'b = bytearray(8 << 20)' 2>&1 >/dev/null)
+expect_contains "$err" "0 placed large regions" "threshold from the config file"
+
+# A bad config stops before anything runs: the shim's line, exit 78.
+printf 'threshold = "1KiB"\n' >"$SCRATCH/bad.toml"
+err=$("$spillway" run -c "$SCRATCH/bad.toml" -- touch "$SCRATCH/ran" 2>&1); expect_status 78 $? "bad config"
+expect_lines 1 "$err" "bad config"
+expect_contains "$err" "spillway: config error: $SCRATCH/bad.toml: key 'threshold'" "bad config line"
+[ ! -e "$SCRATCH/ran" ] || fail "the command ran despite a bad config"
+# ... unless SPILLWAY_ON_ERROR=continue: it runs, unprotected.
+err=$(SPILLWAY_ON_ERROR=continue "$spillway" run -c "$SCRATCH/bad.toml" -- touch "$SCRATCH/ran" 2>&1)
+expect_status 0 $? "bad config, continue"
+[ -e "$SCRATCH/ran" ] || fail "SPILLWAY_ON_ERROR=continue did not run the command"
+expect_contains "$err" "running WITHOUT spilling" "continue line"
+
+# An unusable spill directory is a config error too (as in the shim).
+touch "$SCRATCH/a-file"
+err=$("$spillway" run --dir "$SCRATCH/a-file/spill" -- true 2>&1); expect_status 78 $? "unusable dir"
+expect_contains "$err" "key 'spill.dir'" "unusable dir line"
+
+# Library lookup: an explicit SPILLWAY_LIBRARY that does not exist is an error.
+err=$(SPILLWAY_LIBRARY=/nonexistent/libspillway.so "$spillway" run -- true 2>&1); expect_status 1 $? "bad SPILLWAY_LIBRARY"
+expect_contains "$err" "SPILLWAY_LIBRARY=/nonexistent/libspillway.so is not a file" "bad SPILLWAY_LIBRARY"
+out=$(SPILLWAY_LIBRARY="$library" run -q -- sh -c 'echo "$LD_PRELOAD"')
+expect_contains "$out" "$(basename "$library")" "SPILLWAY_LIBRARY used"
+
+# SIGTERM sent to `spillway run` reaches the command (docker stop).
+"$spillway" run -q --dir "$spill" -- sleep 30 &
+runner=$!
+for _ in $(seq 100); do pgrep -P "$runner" -x sleep >/dev/null && break; sleep 0.1; done
+pgrep -P "$runner" -x sleep >/dev/null || fail "the command under run did not start"
+started=$SECONDS
+kill -TERM "$runner"
+wait "$runner"; expect_status 143 $? "forwarded SIGTERM"
+[ $((SECONDS - started)) -lt 10 ] || fail "SIGTERM was not forwarded: run waited for the command to finish"
+echo "run: ok"

@@ -1,0 +1,85 @@
+// test_stats.cpp — stats_collect.cpp and stats_summary.cpp: only this
+// run's lines, sums of counts, the largest per-process peak.
+#include "stats_collect.h"
+#include "stats_summary.h"
+#include "temp_dir.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace spillway::cli;
+
+namespace {
+
+void append(const std::string &path, const std::string &line) {
+    std::ofstream(path, std::ios::app) << line << "\n";
+}
+
+const char *kLineA = R"({"pid":1,"regions":{"disk":2,"memory":1,"anon":0},"bytes":{"disk":100,"memory":50,"anon":0},)"
+                     R"("peak_bytes":{"disk":80,"memory":50,"anon":0},"fallbacks":{"no_space":1,"quota":0}})";
+const char *kLineB = R"({"pid":2,"regions":{"disk":1,"memory":0,"anon":3},"bytes":{"disk":10,"memory":0,"anon":30},)"
+                     R"("peak_bytes":{"disk":10,"memory":0,"anon":30},"fallbacks":{"no_space":2,"arena_full":1}})";
+const char *kIdle = R"({"pid":3,"regions":{"disk":0,"memory":0,"anon":0},"fallbacks":{}})";
+
+} // namespace
+
+TEST_CASE("summary: sums, the largest peak, fallbacks by reason, unreadable lines counted") {
+    StatsSummary s = summarize_stats({kLineA, kLineB, kIdle, "{not json"});
+    CHECK(s.processes == 3);
+    CHECK(s.routing == 2);
+    CHECK(s.unreadable == 1);
+    CHECK(s.regions[0] == 3);
+    CHECK(s.regions[2] == 3);
+    CHECK(s.bytes[0] == 110);
+    CHECK(s.peak[0] == 80); // not 90: peaks of different processes are not simultaneous
+    CHECK(s.fallbacks == std::map<std::string, uint64_t>{{"arena_full", 1}, {"no_space", 3}});
+    auto lines = render_summary(s, "here");
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[0].find("3 processes reported, 2 placed large regions") != std::string::npos);
+    CHECK(lines[4].find("arena_full 1, no_space 3") != std::string::npos);
+    CHECK(lines[5].find("1 stats line(s) could not be read") != std::string::npos);
+}
+
+TEST_CASE("summary: nothing written is said, not shown as zeros") {
+    auto lines = render_summary(summarize_stats({}), "here");
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("no stats were written") != std::string::npos);
+}
+
+TEST_CASE("collector: a configured file's earlier lines are not this run's") {
+    TempDir dir;
+    std::string file = dir.path + "/stats.jsonl";
+    append(file, kLineA);
+    StatsCollector c(file);
+    c.mark_start();
+    append(file, kLineB);
+    CHECK(c.new_lines() == std::vector<std::string>{kLineB});
+}
+
+TEST_CASE("collector: %p files, old and new") {
+    TempDir dir;
+    append(dir.path + "/s-100.jsonl", kLineA);
+    StatsCollector c(dir.path + "/s-%p.jsonl");
+    c.mark_start();
+    append(dir.path + "/s-100.jsonl", kIdle);
+    append(dir.path + "/s-200.jsonl", kLineB);
+    append(dir.path + "/s-abc.jsonl", kLineB); // not a pid
+    append(dir.path + "/other.jsonl", kLineB);
+    auto lines = c.new_lines();
+    std::sort(lines.begin(), lines.end());
+    std::vector<std::string> want{kLineB, kIdle};
+    std::sort(want.begin(), want.end());
+    CHECK(lines == want);
+}
+
+TEST_CASE("collector: no file at all is no lines") {
+    TempDir dir;
+    StatsCollector c(dir.path + "/never.jsonl");
+    c.mark_start();
+    CHECK(c.new_lines().empty());
+}

@@ -267,6 +267,15 @@ bool release_backing(Region *r) {
     return true;
 }
 
+int initial_advice(size_t map_len, bool random_access) {
+    return random_access || map_len < kNoReadaroundBelow ? MADV_RANDOM : MADV_SEQUENTIAL;
+}
+
+void advise_region(Region *r, int advice) {
+    if (r->advice == advice || r->backing == Backing::anon) return;
+    if (madvise((void *)r->start, r->map_len, advice) == 0) r->advice = advice;
+}
+
 void backing_after_fork_child() {
     // Pools stay open (inherited regions are mapped from them) but are now
     // the parent's: this process will make its own on its next large alloc.

@@ -69,6 +69,15 @@ bool release_backing(Region *r);
 int new_dedicated_disk_file(size_t len, SpillFile **out);
 void close_spill_file(SpillFile *f);
 
+// File-backed regions below this size get MADV_RANDOM from birth (see
+// initial_advice); larger ones start MADV_SEQUENTIAL.
+constexpr size_t kNoReadaroundBelow = size_t(8) << 20;
+int initial_advice(size_t map_len, bool random_access);
+
+// Sets r's madvise advice (MADV_NORMAL / SEQUENTIAL / RANDOM) if it changed.
+// Advice is part of placement: readahead is 8 MiB on the spill disk here.
+void advise_region(Region *r, int advice);
+
 // Fork child: mark every file foreign and forget the pools.
 void backing_after_fork_child();
 

@@ -28,7 +28,6 @@ namespace spillway {
 
 size_t g_large_threshold = SIZE_MAX;
 static const Settings *g_settings = nullptr;
-static constexpr size_t kSmallRegionNoReadaround = size_t(8) << 20;
 static size_t g_page = 4096;
 
 void large_init(const Settings &s) {
@@ -134,11 +133,12 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     // fault on an evicted page must not read megabytes around it). So do
     // small file-backed regions: the kernel's mmap read-around (8 MiB on the
     // spill disk here) on their first write fault would zero-fill page cache
-    // far past their end, into their pool neighbours.
-    if (r->backing != Backing::anon && (d.random_advice || map_len < kSmallRegionNoReadaround)) {
-        madvise((void *)start, map_len, MADV_RANDOM);
-        r->random_advice = true;
-    }
+    // far past their end, into their pool neighbours. Larger ones start
+    // MADV_SEQUENTIAL: forward-only readahead, so a first write fault does
+    // not read back the tail of the region before it (measured: up to 4 MiB
+    // of a just-released neighbour came back per allocation); the sampler
+    // re-advises a region whose access turns out random.
+    advise_region(r, initial_advice(map_len, d.random_advice));
     if (d.loud && r->backing == Backing::disk) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true))
@@ -158,9 +158,10 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         site->bytes.fetch_add(map_len, std::memory_order_relaxed);
         site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
     }
-    if (r->backing == Backing::disk && r->site &&
-        r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)
-        sampler_notice();
+    if (r->backing == Backing::disk &&
+        (map_len >= kNoReadaroundBelow ||
+         (r->site && r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)))
+        sampler_notice(); // learns the site's access, and keeps the region's advice current
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -314,7 +315,7 @@ void large_fork_child() {
                            "would reach the parent, exiting", (void *)r->start, strerror(errno));
             _exit(127);
         }
-        if (r->random_advice) madvise(q, r->map_len, MADV_RANDOM);
+        if (r->advice) madvise(q, r->map_len, r->advice);
         r->is_private = true;
     }
     backing_after_fork_child();

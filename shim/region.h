@@ -32,7 +32,7 @@ struct Region {
     uint64_t file_off = 0;
     CallSite *site = nullptr;
     bool is_private = false; // remapped MAP_PRIVATE in a fork child: never write back
-    bool random_advice = false;
+    int advice = 0;         // the madvise advice in force (MADV_NORMAL == 0)
     uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
     std::atomic<bool> freed{false};  // set once by free(): a second free is reported
     Region *prev = nullptr, *next = nullptr; // registry (live list)

@@ -168,7 +168,11 @@ int rehome_region(Region *r, SpillFile *dest) {
     }
     stats_on_free(old, len);
     stats_on_alloc(Backing::disk, len);
-    if (r->random_advice) madvise((void *)start, len, MADV_RANDOM);
+    // The new mapping starts with default advice: apply what the region had
+    // (or what a fresh disk region of its size would get).
+    int advice = r->advice ? r->advice : initial_advice(len, false);
+    r->advice = 0;
+    advise_region(r, advice);
     return 0;
 }
 

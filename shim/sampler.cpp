@@ -1,6 +1,7 @@
 // sampler.cpp — see sampler.h.
 #include "sampler.h"
 
+#include "backing.h"
 #include "callsite.h"
 #include "large.h"
 #include "log.h"
@@ -18,7 +19,7 @@
 namespace spillway {
 
 namespace {
-constexpr unsigned kWindows = 64;
+constexpr unsigned kWindows = 256;
 constexpr unsigned kWindowPages = 64;
 constexpr unsigned kMaxCandidates = 64;
 constexpr uint64_t kPeriodNs = 100'000'000; // 10 Hz
@@ -42,11 +43,26 @@ uint64_t thread_cpu_ns() {
 }
 
 struct Candidate {
+    Region *region; // only dereferenced again under the large lock, after a check
     uintptr_t start;
     size_t len;
     uint64_t born;
     CallSite *site;
 };
+
+// Per-region advice follows the phase the region is in: a dataset filled in
+// order and then gathered at random needs MADV_RANDOM now, and forward
+// readahead again when a later pass streams through it.
+void readvise(const Candidate &c, Verdict v) {
+    int want = v == Verdict::random ? MADV_RANDOM : MADV_SEQUENTIAL;
+    if (v == Verdict::sequential && c.len < kNoReadaroundBelow) return;
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (Region *r = registry_first(); r; r = r->next)
+        if (r == c.region && r->start == c.start && !r->freed.load()) {
+            advise_region(r, want);
+            return;
+        }
+}
 
 void mark_random(CallSite *site, const WindowCounts &w, uint64_t age_ns) {
     int expected = (int)Access::unknown;
@@ -61,10 +77,7 @@ void mark_random(CallSite *site, const WindowCounts &w, uint64_t age_ns) {
     // Readahead of megabytes per fault is the wrong advice for this site.
     std::lock_guard<std::mutex> guard(large_lock());
     for (Region *r = registry_first(); r; r = r->next)
-        if (r->site == site && r->backing == Backing::disk && !r->random_advice) {
-            madvise((void *)r->start, r->map_len, MADV_RANDOM);
-            r->random_advice = true;
-        }
+        if (r->site == site && r->backing == Backing::disk && !r->freed.load()) advise_region(r, MADV_RANDOM);
     SPW_LOG(info, "site %s classified random-access (%s); later allocations from it prefer memory",
             callsite_identity_hex(site).c_str(), site->evidence);
 }
@@ -76,15 +89,18 @@ void tick() {
     {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r && n < kMaxCandidates; r = r->next) {
-            if (r->backing != Backing::disk || !r->site || r->freed.load()) continue;
-            if (r->site->access.load() == (int)Access::random) continue;
+            if (r->backing != Backing::disk || r->freed.load() || r->is_private) continue;
             if (now - r->born_ns < kMinAgeNs) continue;
-            list[n++] = {r->start, r->map_len, r->born_ns, r->site};
+            bool site_open = r->site && r->site->access.load() != (int)Access::random;
+            if (!site_open && r->map_len < kNoReadaroundBelow) continue;
+            list[n++] = {r, r->start, r->map_len, r->born_ns, r->site};
         }
     }
     for (unsigned i = 0; i < n; i++) {
         WindowCounts w = sample_region(list[i].start, list[i].len);
         Verdict v = classify_windows(w);
+        if (v != Verdict::undecided) readvise(list[i], v);
+        if (!list[i].site) continue;
         if (v == Verdict::random) mark_random(list[i].site, w, now - list[i].born);
         else if (v == Verdict::sequential && list[i].site->access.load() == (int)Access::unknown) {
             int expected = (int)Access::unknown;

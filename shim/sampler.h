@@ -2,8 +2,8 @@
 // accessed at random.
 //
 // Method (chosen because it is cheap and sees exactly what we need): for a
-// disk region whose site is not yet classified, read this process's page
-// table for up to 64 windows of 64 pages spread over the region
+// disk region, read this process's page table for up to 256 windows of 64
+// pages spread over the region
 // (/proc/self/pagemap, 512 bytes a window). A sequential writer or reader
 // leaves windows either fully mapped or empty, with at most the boundary
 // window partial; scattered access leaves many partial windows. Shared file
@@ -14,7 +14,9 @@
 // Invariants: the thread starts lazily, with signals blocked; it never holds
 // the large lock while it reads pagemap; a region freed under it just reads
 // as unmapped. Classifying a site as random sets MADV_RANDOM on its live
-// regions and makes every later allocation from it prefer memory.
+// regions and makes every later allocation from it prefer memory. Each
+// sampled region's own advice also follows its current phase (random:
+// MADV_RANDOM; streaming again: MADV_SEQUENTIAL).
 #pragma once
 
 #include <cstddef>

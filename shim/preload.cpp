@@ -1,15 +1,24 @@
-// preload.cpp — the whole interposition surface, in one readable place.
+// preload.cpp — the whole interposition surface, in one readable place:
+// the malloc family, then the calls that create and size /dev/shm segments.
 //
 // Every entry point starts with the size check: below the threshold it is
 // a direct call into mimalloc and nothing else (no lock, no TLS, no call-site
 // work). Ownership of a pointer is one comparison (arena::owns). Large
 // requests go to large.cpp. Before start-up has finished the threshold is
 // SIZE_MAX, so everything is small and nothing can recurse.
+// Without this, glibc's headers rename ftruncate to ftruncate64 (and so on)
+// and both could not be defined here; on 64-bit Linux they are the same call.
+#undef _FILE_OFFSET_BITS
+
 #include "arena.h"
 #include "large.h"
 #include "policy.h"
 
+#include "shm.h"
+
 #include <cerrno>
+#include <cstdarg>
+#include <fcntl.h>
 #include <cstdint>
 #include <cstring>
 #include <mimalloc.h>
@@ -144,6 +153,91 @@ SPW_EXPORT void *pvalloc(size_t size) {
         return nullptr;
     }
     return alloc_aligned(page, rounded ? rounded : page);
+}
+
+// --- Shared-memory segments (shm.h): creating and sizing /dev/shm files ---
+// Pass-through raw system calls unless the path is under /dev/shm or the
+// descriptor is a /dev/shm file being given a large size.
+
+static mode_t mode_arg(int flags, va_list ap) {
+    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+SPW_EXPORT int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    return shm_open_path(path, flags, mode, AT_FDCWD);
+}
+
+SPW_EXPORT int open64(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    return shm_open_path(path, flags | O_LARGEFILE, mode, AT_FDCWD);
+}
+
+SPW_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    return shm_open_path(path, flags, mode, dirfd);
+}
+
+SPW_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = mode_arg(flags, ap);
+    va_end(ap);
+    return shm_open_path(path, flags | O_LARGEFILE, mode, dirfd);
+}
+
+// _FORTIFY_SOURCE variants (no mode: O_CREAT is rejected by the fortify check).
+SPW_EXPORT int __open_2(const char *path, int flags) { return shm_open_path(path, flags, 0, AT_FDCWD); }
+SPW_EXPORT int __open64_2(const char *path, int flags) {
+    return shm_open_path(path, flags | O_LARGEFILE, 0, AT_FDCWD);
+}
+
+SPW_EXPORT int shm_open(const char *name, int flags, mode_t mode) {
+    // glibc's shm_open opens "/dev/shm/NAME" with O_NOFOLLOW|O_CLOEXEC through
+    // an internal call we cannot see, so it is interposed by name.
+    while (*name == '/') name++;
+    if (!*name || strchr(name, '/')) {
+        errno = EINVAL;
+        return -1;
+    }
+    char path[4096];
+    if (snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return shm_open_path(path, flags | O_NOFOLLOW | O_CLOEXEC, mode, AT_FDCWD);
+}
+
+SPW_EXPORT int shm_unlink(const char *name) {
+    while (*name == '/') name++;
+    char path[4096];
+    if (!*name || snprintf(path, sizeof path, "/dev/shm/%s", name) >= (int)sizeof path) {
+        errno = ENOENT;
+        return -1;
+    }
+    return shm_unlink_path(path, AT_FDCWD, 0);
+}
+
+SPW_EXPORT int ftruncate(int fd, off_t size) { return shm_resize(fd, size, true, 0, 0); }
+SPW_EXPORT int ftruncate64(int fd, off_t size) { return shm_resize(fd, size, true, 0, 0); }
+SPW_EXPORT int fallocate(int fd, int mode, off_t offset, off_t len) {
+    return shm_resize(fd, len, false, mode, offset);
+}
+SPW_EXPORT int fallocate64(int fd, int mode, off_t offset, off_t len) {
+    return shm_resize(fd, len, false, mode, offset);
+}
+SPW_EXPORT int unlink(const char *path) { return shm_unlink_path(path, AT_FDCWD, 0); }
+SPW_EXPORT int unlinkat(int dirfd, const char *path, int flags) {
+    return shm_unlink_path(path, dirfd, flags);
 }
 
 SPW_EXPORT size_t malloc_usable_size(void *p) {

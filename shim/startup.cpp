@@ -18,6 +18,7 @@
 #include "profile.h"
 #include "reaper.h"
 #include "sampler.h"
+#include "shm.h"
 #include "stats.h"
 
 #include <cerrno>
@@ -74,6 +75,7 @@ static void start() {
     g_startup_settings = s;
     g_started_pid = getpid();
     large_init(*s);
+    shm_init(*s);
     callsite_init(*s);
     profile_load(*s);
     pthread_atfork(large_fork_prepare, large_fork_parent, large_fork_child);

@@ -14,8 +14,8 @@ resolve_shim() {
                 || die "meson setup $build failed; see the output of: meson setup $build $REPO"
         fi
         say "building the shim in $build"
-        ninja -C "$build" shim/libspillway.so >"$WORK/ninja.log" 2>&1 \
-            || die "building the shim failed; run: ninja -C $build"
+        meson compile -C "$build" shim/spillway:shared_library >"$WORK/build.log" 2>&1 \
+            || die "building the shim failed; run: meson compile -C $build shim/spillway:shared_library"
         given="$build/shim/libspillway.so"
     fi
     [ -e "$given" ] || die "shim $given does not exist; pass the path to libspillway.so or build it"

@@ -73,7 +73,10 @@ job_start() {
 # JOB_TIMED_OUT JOB_OUT JOB_ERR and removes the container.
 job_finish() {
     JOB_TIMED_OUT=0
-    if ! timeout "$JOB_TIMEOUT" "$DOCKER" wait "$JOB_ID" >/dev/null 2>&1; then
+    # Waited on in the background: bash runs the INT/TERM trap (and so the
+    # cleanup) at once during `wait`, not only after a foreground child ends.
+    timeout "$JOB_TIMEOUT" "$DOCKER" wait "$JOB_ID" >/dev/null 2>&1 &
+    if ! wait $!; then
         JOB_TIMED_OUT=1
         dk kill "$JOB_ID" >/dev/null 2>&1 || true
         timeout 30 "$DOCKER" wait "$JOB_ID" >/dev/null 2>&1 || true

@@ -77,7 +77,7 @@ write_results_md() {
         echo
         echo "Run $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)," \
             "kernel $(uname -r), cgroup $(cgroup_version), Docker $(dk version -f '{{.Server.Version}}' 2>/dev/null)," \
-            "shim \`$(basename "$SHIM")\` ($(sha256sum "$SHIM" | cut -c1-12)), repo commit $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)."
+            "shim \`${SHIM#"$REPO"/}\` (sha256 $(sha256sum "$SHIM" | cut -c1-12)), repo commit $(source_state)."
         echo "Whole suite: ${took} s."
         echo
         echo "\"Without shim\" is the same job in the same container without \`LD_PRELOAD\`" \
@@ -94,6 +94,18 @@ write_results_md() {
         echo
         cat "$CHECKS_FILE"
     } >"$out"
+}
+
+# source_state: HEAD's short hash, flagged when shim/ has uncommitted changes
+# (a shim built from the working tree is then not exactly that commit).
+source_state() {
+    local head
+    head=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+    if [ -n "$(git -C "$REPO" status --porcelain -- shim 2>/dev/null)" ]; then
+        echo "$head with uncommitted changes under shim/"
+    else
+        echo "$head"
+    fi
 }
 
 cgroup_version() {

@@ -52,7 +52,7 @@ scenario_4() {
         run_job s4-py-with --limit $limit --shim -- /usr/bin/python3 /prog/aware_release.py $args
         local rise_py; rise_py=$(usage_rise "$JOB_OUT")
         check "Python, with the shim: exits 0, no OOM kill" job_clean_exit
-        check "Python: the helper reports the buffers disk-backed" grep -q '^helper: disk-backed' "$JOB_OUT"
+        check "Python: the helper reports every buffer disk-backed" grep -q "^helper: disk-backed $S4_CHUNKS of $S4_CHUNKS" "$JOB_OUT"
         check "Python: checksum correct" grep -q '^checksum ok' "$JOB_OUT"
         check "Python: usage after every release <= baseline + ${S4_BOUND_MIB} MiB (measured +${rise_py} MiB)" under_bound "$rise_py"
         with="$with; Python: $(job_outcome), usage +${rise_py} MiB"

@@ -141,10 +141,11 @@ void backing_init(const Settings &s) {
                       "spilled bytes stay in RAM", g_dir->path.c_str());
 }
 
-static const SpillDir &dir() {
+const SpillDir &spill_dir() {
     static const SpillDir none;
     return g_dir ? *g_dir : none;
 }
+static const SpillDir &dir() { return spill_dir(); }
 bool disk_usable() { return dir().usable; }
 const std::string &disk_unusable_reason() { return dir().why_unusable; }
 int spill_dir_fd() { return dir().fd; }

@@ -45,6 +45,8 @@ struct Region;
 
 // Opens the spill directory and prepares the pools (files are created lazily).
 void backing_init(const Settings &s);
+struct SpillDir;
+const SpillDir &spill_dir();
 bool disk_usable();
 const std::string &disk_unusable_reason();
 int spill_dir_fd();

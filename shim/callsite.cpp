@@ -29,7 +29,6 @@ namespace {
 constexpr size_t kBuckets = 4096;
 const Settings *g_settings = nullptr;
 unsigned g_depth = 12;
-bool g_need_names = false;
 std::atomic<CallSite *> g_buckets[kBuckets];
 std::atomic<CallSite *> g_all{nullptr};
 std::mutex g_insert_lock;
@@ -110,17 +109,36 @@ std::vector<std::string> symbolize_current(const CallSite *site) {
     return names;
 }
 
+const char *name_of(const CallSite *site, unsigned frame) {
+    if (!site->names) return "";
+    const char *n = site->names;
+    for (unsigned i = 0; i < frame; i++) n += strlen(n) + 1;
+    return n;
+}
+
+void store_names(CallSite *site, const std::vector<std::string> &names) {
+    size_t total = 0;
+    for (const std::string &n : names) total += n.size() + 1;
+    char *buf = (char *)mi_malloc(total ? total : 1);
+    if (!buf) return;
+    char *at = buf;
+    for (const std::string &n : names) {
+        memcpy(at, n.c_str(), n.size() + 1);
+        at += n.size() + 1;
+    }
+    site->names = buf;
+}
+
 const Rule *match_rule(const CallSite *site) {
     if (g_settings->rules.empty()) return nullptr;
-    std::vector<std::string> names;
-    if (g_need_names) names = symbolize_current(site);
     for (const Rule &rule : g_settings->rules) {
         for (unsigned i = 0; i < site->depth; i++) {
             const char *module = "";
             uintptr_t offset = 0;
             module_of(site->frames[i], &module, &offset);
             bool module_ok = rule.module.empty() || glob_match(rule.module, module);
-            bool name_ok = rule.match.empty() || (!names[i].empty() && glob_match(rule.match, names[i]));
+            const char *name = name_of(site, i);
+            bool name_ok = rule.match.empty() || (*name && glob_match(rule.match, name));
             if (module_ok && name_ok) return &rule;
         }
     }
@@ -142,6 +160,7 @@ CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth) {
         identity = identity_hash_step(identity, module, offset);
     }
     site->identity = identity;
+    store_names(site, symbolize_current(site));
     site->rule = match_rule(site);
     Access learned = profile_lookup(identity);
     if (learned != Access::unknown) {
@@ -162,8 +181,6 @@ uint64_t identity_hash_step(uint64_t h, const char *module, uintptr_t offset) {
 void callsite_init(const Settings &s) {
     g_settings = &s;
     g_depth = s.callsite_depth;
-    for (const Rule &r : s.rules)
-        if (!r.match.empty()) g_need_names = true;
     dl_iterate_phdr(find_self, nullptr);
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -223,15 +240,15 @@ std::string callsite_identity_hex(const CallSite *site) {
     return buf;
 }
 
-static std::string frame_text(uintptr_t ip) {
+static std::string frame_text(const CallSite *site, unsigned i) {
+    uintptr_t ip = site->frames[i];
     const char *module = "?";
     uintptr_t offset = ip;
     module_of(ip, &module, &offset);
     char buf[300];
     snprintf(buf, sizeof buf, "%s+0x%llx", module, (unsigned long long)offset);
     std::string out = buf;
-    Dl_info info;
-    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) out += " " + demangled(info.dli_sname);
+    if (*name_of(site, i)) out += std::string(" ") + name_of(site, i);
     return out;
 }
 
@@ -240,7 +257,7 @@ std::string callsite_describe(const CallSite *site, unsigned max_frames) {
     std::string out;
     for (unsigned i = 0; i < site->depth && i < max_frames; i++) {
         if (i) out += " <- ";
-        out += frame_text(site->frames[i]);
+        out += frame_text(site, i);
     }
     return out;
 }
@@ -275,7 +292,7 @@ std::string callsite_stats_json() {
         out += "\"evidence\":" + json_string(s->evidence) + ",\"frames\":[";
         for (unsigned i = 0; i < s->depth && i < 8; i++) {
             if (i) out += ",";
-            out += json_string(frame_text(s->frames[i]));
+            out += json_string(frame_text(s, i));
         }
         out += "]}";
     }

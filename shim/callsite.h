@@ -6,8 +6,9 @@
 //  * A site is keyed in this run by its raw return addresses (fast lookup)
 //    and identified across runs by hashing (object file base name, offset)
 //    per frame, so ASLR does not change it.
-//  * Symbol names are resolved lazily: only when a rule needs them or a
-//    report is written.
+//  * Symbol names are resolved once per site, on the cold path, from the
+//    live stack (unw_get_proc_name reads .symtab, so static functions of an
+//    unstripped program have names too); never on the warm path.
 //  * CallSite objects live until exit (a job has a bounded number of sites).
 #pragma once
 
@@ -33,6 +34,10 @@ struct CallSite {
     std::atomic<uint64_t> allocs{0}, bytes{0}, fallbacks{0};
     std::atomic<uint64_t> by_backing[4] = {};
     char evidence[160] = {0};
+    // Function names of the frames, resolved once when the site is first
+    // seen (the only moment its stack is at hand): "\0"-separated, from
+    // mimalloc; "" where no symbol is known.
+    char *names = nullptr;
     std::atomic<uint64_t> classified_after_ns{0};
     CallSite *next = nullptr; // hash chain
     CallSite *all_next = nullptr;

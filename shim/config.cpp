@@ -276,6 +276,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     Reader r(s.source);
     try {
         if (const char *v = env("SPILLWAY_DIR")) s.spill_dir = v;
+        if (const char *v = env("SPILLWAY_STATS")) s.stats_file = v;
         if (const char *v = env("SPILLWAY_THRESHOLD")) {
             std::string err;
             if (!parse_size(v, s.threshold, err))

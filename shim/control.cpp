@@ -37,8 +37,6 @@ using namespace spillway;
 
 namespace {
 
-constexpr const char *kPreparedMarker = "SPILLWAY_PREPARED";
-
 struct View {
     uintptr_t start = 0;
     size_t map_len = 0;
@@ -83,28 +81,9 @@ std::string canonical(const char *path) {
 int remove_stale_exports() {
     int dfd = spill_dir_fd();
     if (dfd < 0) return -ENOENT;
-    int scan = dup(dfd);
-    if (scan < 0) return -errno;
-    DIR *dir = fdopendir(scan);
-    if (!dir) {
-        close(scan);
-        return -errno;
-    }
-    rewinddir(dir);
-    int removed = 0;
-    while (struct dirent *e = readdir(dir)) {
-        const char *n = e->d_name;
-        if (strncmp(n, kExportPrefix, strlen(kExportPrefix)) != 0 &&
-            strncmp(n, kShmPrefix, strlen(kShmPrefix)) != 0 && strncmp(n, ".spillway-tmp-", 14) != 0)
-            continue;
-        struct stat st;
-        if (fstatat(dfd, n, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != geteuid())
-            continue;
-        if (unlinkat(dfd, n, 0) == 0) removed++;
-    }
-    closedir(dir);
-    SPW_LOG(info, "prepared %s: removed %d stale exported file(s)", spill_dir_path().c_str(), removed);
+    StaleRemoval r = remove_stale_files(dfd);
+    SPW_LOG(info, "prepared %s: removed %d stale file(s), kept %zu", spill_dir_path().c_str(), r.removed,
+            r.kept.size());
     return 0;
 }
 

@@ -322,6 +322,7 @@ void large_fork_child() {
     large_lock().unlock();
     reaper_after_fork_child();
     sampler_after_fork_child();
+    stats_after_fork_child();
 }
 
 } // namespace spillway

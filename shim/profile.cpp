@@ -1,7 +1,6 @@
 // profile.cpp — see profile.h.
 #include "profile.h"
 
-#include "callsite.h"
 #include "log.h"
 
 #include <cerrno>
@@ -18,7 +17,7 @@ namespace spillway {
 
 static std::vector<ProfileEntry> *g_loaded = nullptr;
 
-static bool read_all(const std::string &path, std::string &out) {
+bool profile_read_file(const std::string &path, std::string &out) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[8192];
@@ -100,7 +99,7 @@ void profile_load(const Settings &s) {
     g_loaded = new std::vector<ProfileEntry>();
     if (s.profile_file.empty()) return;
     std::string text, error;
-    if (!read_all(s.profile_file, text)) return; // first run: nothing learned yet
+    if (!profile_read_file(s.profile_file, text)) return; // first run: nothing learned yet
     if (!profile_parse(text, s.profile_file, *g_loaded, error)) {
         SPW_LOG(warn, "%s", error.c_str());
         g_loaded->clear();
@@ -112,46 +111,6 @@ Access profile_lookup(uint64_t identity) {
     for (const ProfileEntry &e : *g_loaded)
         if (e.identity == identity) return e.access;
     return Access::unknown;
-}
-
-void profile_save(const Settings &s) {
-    if (s.profile_file.empty() || !s.learn) return;
-    std::vector<ProfileEntry> learned;
-    for (CallSite *site = callsite_list(); site; site = site->all_next) {
-        Access a = (Access)site->access.load();
-        if (a == Access::unknown || site->from_profile) continue;
-        ProfileEntry e;
-        e.identity = site->identity;
-        e.access = a;
-        e.decision = a == Access::random ? "memory" : "disk";
-        e.evidence = site->evidence;
-        std::string text = callsite_describe(site, site->depth);
-        for (size_t at = 0; at < text.size();) {
-            size_t sep = text.find(" <- ", at);
-            e.frames.push_back(text.substr(at, sep == std::string::npos ? std::string::npos : sep - at));
-            if (sep == std::string::npos) break;
-            at = sep + 4;
-        }
-        learned.push_back(std::move(e));
-    }
-    if (learned.empty()) return;
-    std::vector<ProfileEntry> current;
-    std::string text, error;
-    if (read_all(s.profile_file, text)) profile_parse(text, s.profile_file, current, error);
-    std::string out = profile_render(profile_merge(current, learned));
-    std::string tmp = s.profile_file + ".tmp." + std::to_string(getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        SPW_LOG(warn, "cannot write profile %s (%s); what this run learned is lost",
-                tmp.c_str(), strerror(errno));
-        return;
-    }
-    bool ok = write(fd, out.data(), out.size()) == (ssize_t)out.size();
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp.c_str(), s.profile_file.c_str()) != 0) {
-        SPW_LOG(warn, "cannot write profile %s (%s)", s.profile_file.c_str(), strerror(errno));
-        unlink(tmp.c_str());
-    }
 }
 
 } // namespace spillway

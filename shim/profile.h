@@ -29,6 +29,7 @@ Access profile_lookup(uint64_t identity);
 void profile_save(const Settings &s);
 
 // Exposed for tests and the CLI.
+bool profile_read_file(const std::string &path, std::string &out);
 bool profile_parse(const std::string &text, const std::string &source,
                    std::vector<ProfileEntry> &out, std::string &error);
 std::string profile_render(const std::vector<ProfileEntry> &entries);

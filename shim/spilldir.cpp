@@ -2,6 +2,9 @@
 #include "spilldir.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -75,6 +78,51 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     return d;
 }
 
+bool is_spillway_file_name(const std::string &name) {
+    for (const char *prefix : {kExportPrefix, kShmPrefix, kTmpPrefix})
+        if (name.rfind(prefix, 0) == 0) return true;
+    return false;
+}
+
+bool spill_dir_refusal_is_fatal(const SpillDir &d, bool policy_needs_disk) {
+    return !d.usable && !d.on_tmpfs && policy_needs_disk;
+}
+
+// The exporter of "spillway-export-<pid>-<hex>" is alive (and not us).
+static bool exporter_alive(const std::string &name) {
+    if (name.rfind(kExportPrefix, 0) != 0) return false;
+    long pid = strtol(name.c_str() + strlen(kExportPrefix), nullptr, 10);
+    if (pid <= 0 || pid == getpid()) return false;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+StaleRemoval remove_stale_files(int dir_fd) {
+    StaleRemoval out;
+    int scan_fd = dup(dir_fd);
+    DIR *scan = scan_fd >= 0 ? fdopendir(scan_fd) : nullptr;
+    if (!scan) {
+        if (scan_fd >= 0) close(scan_fd);
+        out.kept.push_back(std::string(".: cannot list (") + strerror(errno) + ")");
+        return out;
+    }
+    rewinddir(scan);
+    while (struct dirent *e = readdir(scan)) {
+        std::string name = e->d_name;
+        if (!is_spillway_file_name(name)) continue;
+        struct stat st;
+        if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue; // not ours to judge
+        if (exporter_alive(name)) {
+            out.kept.push_back(name + ": its exporting process is still running");
+            continue;
+        }
+        if (unlinkat(dir_fd, name.c_str(), 0) == 0) out.removed++;
+        else out.kept.push_back(name + ": " + strerror(errno));
+    }
+    closedir(scan);
+    return out;
+}
+
 std::string random_hex(int n) {
     unsigned char bytes[32];
     size_t want = (size_t)(n + 1) / 2;
@@ -102,7 +150,7 @@ int create_unnamed_file(const SpillDir &dir) {
     // No O_TMPFILE here: a random name, unlinked at once, so that a crash
     // between the two calls is the only way a file can be left behind.
     for (int attempt = 0; attempt < 8; attempt++) {
-        std::string name = ".spillway-tmp-" + random_hex(24);
+        std::string name = kTmpPrefix + random_hex(24);
         fd = openat(dir.fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             unlinkat(dir.fd, name.c_str(), 0);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace spillway {
 
@@ -27,9 +28,31 @@ int create_unnamed_file(const SpillDir &dir);
 // Random lower-case hex of n characters (n <= 64), from getrandom.
 std::string random_hex(int n);
 
-// Exported and redirected files carry these prefixes; prepare_dir removes
-// only files that start with one of them.
+// Exported and redirected files carry these prefixes; preparing a directory
+// removes only files that start with one of them. kTmpPrefix names a spill
+// file whose unlink a crash interrupted (filesystems without O_TMPFILE).
 constexpr const char *kExportPrefix = "spillway-export-";
 constexpr const char *kShmPrefix = "spillway-shm-";
+constexpr const char *kTmpPrefix = ".spillway-tmp-";
+// Environment marker: an ancestor already prepared the directory this run.
+constexpr const char *kPreparedMarker = "SPILLWAY_PREPARED";
+
+bool is_spillway_file_name(const std::string &name);
+
+// Whether a refused directory must stop the job at start-up: it would run
+// unprotected. A tmpfs directory is only a warning (it still works, as RAM);
+// policies that never touch the disk do not need one.
+bool spill_dir_refusal_is_fatal(const SpillDir &d, bool policy_needs_disk);
+
+struct StaleRemoval {
+    int removed = 0;
+    std::vector<std::string> kept; // "name: why"
+};
+
+// Removes stale spillway files from the directory: regular files owned by
+// this user with one of the prefixes above, except exports whose exporting
+// process (the pid in the name) is still alive: another job sharing the
+// directory may still be handing them out. Never age-based.
+StaleRemoval remove_stale_files(int dir_fd);
 
 } // namespace spillway

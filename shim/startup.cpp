@@ -19,6 +19,7 @@
 #include "reaper.h"
 #include "sampler.h"
 #include "shm.h"
+#include "spilldir.h"
 #include "stats.h"
 
 #include <cerrno>
@@ -62,8 +63,8 @@ static void start() {
     }
     log_configure(s->log_level, log_fd);
     backing_init(*s);
-    if (!disk_usable() && !disk_unusable_reason().empty() && s->policy != Policy::anon &&
-        s->policy != Policy::memory && !strstr(disk_unusable_reason().c_str(), "tmpfs")) {
+    bool needs_disk = s->policy != Policy::anon && s->policy != Policy::memory;
+    if (spill_dir_refusal_is_fatal(spill_dir(), needs_disk)) {
         config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
         return;
     }
@@ -91,12 +92,8 @@ __attribute__((constructor(101))) static void spillway_constructor() { start(); 
 __attribute__((destructor)) static void spillway_destructor() {
     if (!g_startup_settings) return;
     sampler_stop();
-    // A fork child inherited the parent's counters and sites: only the
-    // process that started the shim reports them (unless "%p" separates files).
-    bool starter = getpid() == g_started_pid;
-    if (starter || g_startup_settings->stats_file.find("%p") != std::string::npos)
-        stats_write_at_exit(g_startup_settings->stats_file);
-    if (!starter) return;
+    stats_write_at_exit(g_startup_settings->stats_file);
+    if (getpid() != g_started_pid) return; // a fork child: the starter saves what was learned
     profile_save(*g_startup_settings);
     callsite_log_summary();
 }

@@ -34,6 +34,18 @@ void stats_on_fallback(Fallback why) {
     g_stats.fallbacks[(int)why].fetch_add(1, std::memory_order_relaxed);
 }
 
+void stats_after_fork_child() {
+    for (int i = 0; i < 4; i++) {
+        g_stats.regions[i].store(0);
+        g_stats.bytes[i].store(0);
+        g_stats.peak_bytes[i].store(g_stats.live_bytes[i].load());
+    }
+    for (auto &f : g_stats.fallbacks) f.store(0);
+    g_stats.frees.store(0);
+    g_stats.reallocs_in_place.store(0);
+    g_stats.reallocs_moved.store(0);
+}
+
 static std::string json_escape(const std::string &s) {
     std::string out;
     for (unsigned char c : s) {

@@ -3,7 +3,8 @@
 // Invariant: counters are relaxed atomics bumped only on the large path
 // (never on the small one); the exit writer appends one JSON object per
 // process as a single O_APPEND write, so a process tree can share one file
-// ("%p" in the name gives each process its own).
+// ("%p" in the name gives each process its own). A fork child starts its
+// counts at zero, so the lines of a tree add up.
 #pragma once
 
 #include "backing.h"
@@ -31,6 +32,9 @@ void stats_on_alloc(Backing b, size_t bytes);
 void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
 void stats_on_free(Backing b, size_t bytes);
 void stats_on_fallback(Fallback why);
+// Fork child: start counting afresh (regions it inherited stay live), so the
+// lines of a process tree add up instead of repeating the parent's counts.
+void stats_after_fork_child();
 
 // JSON object for this process (the per-site part comes from callsite.h).
 std::string stats_json();

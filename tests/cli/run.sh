@@ -35,12 +35,12 @@ out=$(LD_PRELOAD="$library $extra" run -q -- sh -c 'echo "$LD_PRELOAD"')
 
 # The spill directory is prepared once: stale spillway files go, the rest stays.
 mkdir -p "$spill" && chmod 700 "$spill"
-touch "$spill/spillway-export-1-dead" "$spill/spillway-shm-old" "$spill/.spillway-tmp-abc" "$spill/notes.txt"
+touch "$spill/spillway-export-999999999-dead" "$spill/spillway-shm-old" "$spill/.spillway-tmp-abc" "$spill/notes.txt"
 ln -s "$SCRATCH/not-executable" "$spill/spillway-export-link"
 out=$(run -- sh -c 'echo "prepared by $SPILLWAY_PREPARED"' 2>"$SCRATCH/err"); expect_status 0 $? "prepare"
 expect_contains "$out" "prepared by " "SPILLWAY_PREPARED"
 expect_contains "$(cat "$SCRATCH/err")" "removed 3 stale spillway file(s)" "prepare message"
-for f in spillway-export-1-dead spillway-shm-old .spillway-tmp-abc; do
+for f in spillway-export-999999999-dead spillway-shm-old .spillway-tmp-abc; do
     [ ! -e "$spill/$f" ] || fail "stale $f was not removed"
 done
 [ -e "$spill/notes.txt" ] || fail "prepare removed a file that is not spillway's"

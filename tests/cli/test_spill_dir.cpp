@@ -35,17 +35,18 @@ TEST_CASE("prepare creates the directory 0700 and removes only spillway's stale 
     CHECK((st.st_mode & 0777) == 0700);
 
     const std::string d = s.spill_dir + "/";
-    for (const char *name : {"spillway-export-1-ab", "spillway-shm-x", ".spillway-tmp-y"}) touch(d + name);
+    for (const char *name : {"spillway-export-999999999-ab", "spillway-shm-x", ".spillway-tmp-y"}) touch(d + name);
     touch(d + "keep.txt");
     touch(d + "not-spillway-export-1");
     REQUIRE(symlink((d + "keep.txt").c_str(), (d + "spillway-export-link").c_str()) == 0);
     REQUIRE(mkdir((d + "spillway-export-dir").c_str(), 0700) == 0);
     touch(d + "spillway-export-someone-else");
     bool can_chown = chown((d + "spillway-export-someone-else").c_str(), 65534, 65534) == 0;
+    touch(d + "spillway-export-1-cd"); // pid 1 is alive: another job may still hand it out
 
     PreparedDir second = prepare_spill_dir(s);
     CHECK(second.removed == (can_chown ? 3 : 4));
-    CHECK_FALSE(exists(d + "spillway-export-1-ab"));
+    CHECK_FALSE(exists(d + "spillway-export-999999999-ab"));
     CHECK_FALSE(exists(d + "spillway-shm-x"));
     CHECK_FALSE(exists(d + ".spillway-tmp-y"));
     CHECK(exists(d + "keep.txt"));
@@ -53,6 +54,8 @@ TEST_CASE("prepare creates the directory 0700 and removes only spillway's stale 
     CHECK(exists(d + "spillway-export-link"));
     CHECK(exists(d + "spillway-export-dir"));
     if (can_chown) CHECK(exists(d + "spillway-export-someone-else"));
+    CHECK(exists(d + "spillway-export-1-cd"));
+    CHECK(second.kept.size() >= 1);
 }
 
 TEST_CASE("inspect judges a missing directory by its ancestor and creates nothing") {

@@ -86,8 +86,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
 }
 
 bool spill_dir_is_fatal(const Settings &s, const SpillDir &d) {
-    if (d.usable || d.on_tmpfs) return false;
-    return s.policy != Policy::memory && s.policy != Policy::anon;
+    return spill_dir_refusal_is_fatal(d, s.policy != Policy::memory && s.policy != Policy::anon);
 }
 
 } // namespace spillway::cli

@@ -14,6 +14,7 @@
 #include "large.h"
 #include "log.h"
 #include "region.h"
+#include "reaper.h"
 #include "rehome.h"
 #include "spilldir.h"
 #include "stats.h"
@@ -26,9 +27,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <mimalloc.h>
+#include <new>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define SPW_API extern "C" __attribute__((visibility("default")))
@@ -72,11 +75,6 @@ struct Cachestat {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 constexpr long kSysCachestat = 451;
-
-std::string canonical(const char *path) {
-    char buf[PATH_MAX];
-    return realpath(path, buf) ? std::string(buf) : std::string(path);
-}
 
 int remove_stale_exports() {
     int dfd = spill_dir_fd();
@@ -158,17 +156,22 @@ SPW_API long spillway_residency(const void *p, size_t len) {
 
 SPW_API int spillway_has_live_mapping(const char *path) {
     if (!path) return -EINVAL;
-    std::string want = canonical(path);
+    // Compared by device and inode, not by name: a file mapped through the
+    // unnamed descriptor it was created with (an export) is listed as
+    // "<dir>/#<inode> (deleted)", and one path has many spellings.
+    struct stat want;
+    if (stat(path, &want) != 0) return errno == ENOENT ? 0 : -errno; // no file: nothing maps it by name
+    reaper_drain(); // a region freed just before this call is unmapped by now
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps) return -errno;
     char line[PATH_MAX + 256];
     int found = 0;
     while (!found && fgets(line, sizeof line, maps)) {
-        char *slash = strchr(line, '/');
-        if (!slash) continue;
-        size_t n = strlen(slash);
-        while (n && (slash[n - 1] == '\n')) slash[--n] = 0;
-        found = want == slash;
+        unsigned dev_major = 0, dev_minor = 0;
+        unsigned long long inode = 0;
+        if (sscanf(line, "%*s %*s %*s %x:%x %llu", &dev_major, &dev_minor, &inode) != 3 || !inode) continue;
+        found = inode == (unsigned long long)want.st_ino && dev_major == major(want.st_dev) &&
+                dev_minor == minor(want.st_dev);
     }
     fclose(maps);
     return found;
@@ -230,6 +233,9 @@ SPW_API int spillway_export(const void *p, char *path, size_t cap) {
         char pid[16];
         snprintf(pid, sizeof pid, "%d-", (int)getpid());
         std::string name = std::string(kExportPrefix) + pid + random_hex(32);
+        // The file is exactly as long as the allocation, so that a reader
+        // checking the size against its shape (spillway_map, load) agrees.
+        if (ftruncate(f->fd, (off_t)r->size) != 0) return -errno;
         if (int rc = link_into_dir(f->fd, name)) return rc;
         std::string full = spill_dir_path() + "/" + name;
         snprintf(f->exported, sizeof f->exported, "%s", full.c_str());

@@ -63,10 +63,12 @@ static int place(Region *r, const Decision &d) {
         Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
         stats_on_fallback(why);
         if (r->site) r->site->fallbacks.fetch_add(1, std::memory_order_relaxed);
-        SPW_LOG(warn, "could not reserve %zu bytes in %s (%s: %s); this allocation uses "
-                      "anonymous memory and is NOT protected from the memory limit",
+        SPW_LOG(warn, "could not reserve %zu bytes in %s (%s: %s); this allocation uses %s "
+                      "memory and is NOT protected from the memory limit",
                 r->map_len, spill_dir_path().c_str(), fallback_name(why),
-                disk_usable() ? strerror(err) : disk_unusable_reason().c_str());
+                disk_usable() ? strerror(err) : disk_unusable_reason().c_str(),
+                d.fallback == Backing::memory ? "memfd" : "anonymous");
+        if (d.fallback == Backing::memory && back_memory(r) == 0) return 0;
     } else if (d.backing == Backing::memory) {
         if (!(err = back_memory(r))) return 0;
         stats_on_fallback(Fallback::memfd_failed);

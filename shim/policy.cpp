@@ -22,7 +22,7 @@ Access request_access(const Request &req) {
 
 static Policy effective_policy(const Request &req, const Settings &s) {
     if (req.flags & kFlagAlignmentOnly) return Policy::anon;
-    if (req.flags & SPILLWAY_PREFER_DISK) return Policy::disk;
+    if (req.flags & SPILLWAY_PREFER_DISK) return Policy::disk; // memory if no file: see decide()
     if (req.flags & SPILLWAY_PREFER_MEMORY) return Policy::memory;
     if (req.flags & SPILLWAY_RANDOM_ACCESS) return Policy::auto_;
     if (req.site && req.site->rule) return req.site->rule->policy;
@@ -44,7 +44,10 @@ Decision decide(const Request &req, const PolicyInputs &in) {
         d.why = "policy memory";
         return d;
     case Policy::disk:
-        d.backing = in.disk_usable ? Backing::disk : Backing::anon;
+        // Aware code that asked for a file gets shareable memory if no file
+        // can be had (spillway.h); a global disk policy falls back to anon.
+        d.fallback = (req.flags & SPILLWAY_PREFER_DISK) ? Backing::memory : Backing::anon;
+        d.backing = in.disk_usable ? Backing::disk : d.fallback;
         d.why = in.disk_usable ? "policy disk" : "policy disk, spill dir unusable";
         return d;
     case Policy::auto_:

@@ -29,6 +29,7 @@ struct Decision {
     Backing backing = Backing::anon;
     bool random_advice = false;    // MADV_RANDOM on the region
     bool loud = false;             // a random-access site sent to disk: warn once
+    Backing fallback = Backing::anon; // if the chosen backing cannot be had
     const char *why = "";          // one phrase for the log and tests
 };
 

@@ -11,6 +11,11 @@
 //
 // Invariant: readers never block and never see torn data; writers wait;
 // at most one move is in flight (moves are rare and serialised).
+//
+// Known limitation: the kernel's own stores into the region (read(2) or
+// recv(2) into it) do not fault to user space; during the copy they fail
+// with EFAULT. Only userfaultfd write-protection could make them wait, and
+// container seccomp profiles forbid it, so it is documented instead.
 #pragma once
 
 #include <cstddef>

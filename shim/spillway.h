@@ -63,7 +63,12 @@ int spillway_release_page_cache_by_path(const char *path);
 void *spillway_alloc(size_t size, unsigned flags);
 
 /* Move the region starting at p to a reserved spill file in place: same
- * address, same bytes. 0, or -errno (-EINVAL: not the start of a region). */
+ * address, same bytes. 0, or -errno (-EINVAL: not the start of a region).
+ * Other threads may read and write the region meanwhile: their stores wait
+ * for the move and are kept. Known limitation: during the copy the region
+ * is read-only, so a system call that writes INTO it (read(2), recv(2)...)
+ * fails with EFAULT instead of waiting; do not spill a buffer that is
+ * being filled by I/O. */
 int spillway_spill(void *p);
 
 /* Give the region's file a name in the spill directory (mode 0600,

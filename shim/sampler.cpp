@@ -82,7 +82,11 @@ void mark_random(CallSite *site, const WindowCounts &w, uint64_t age_ns) {
             callsite_identity_hex(site).c_str(), site->evidence);
 }
 
-void tick() {
+void tick(uint64_t tick_number) {
+    // Regions of classified sites are only watched for phase changes: once
+    // a second is enough (measured: 10 Hz on one 512 MiB region cost 1.1%
+    // of a core).
+    bool watch_classified = tick_number % 10 == 0;
     Candidate list[kMaxCandidates];
     unsigned n = 0;
     uint64_t now = now_ns();
@@ -91,8 +95,8 @@ void tick() {
         for (Region *r = registry_first(); r && n < kMaxCandidates; r = r->next) {
             if (r->backing != Backing::disk || r->freed.load() || r->is_private) continue;
             if (now - r->born_ns < kMinAgeNs) continue;
-            bool site_open = r->site && r->site->access.load() != (int)Access::random;
-            if (!site_open && r->map_len < kNoReadaroundBelow) continue;
+            bool site_open = r->site && r->site->access.load() == (int)Access::unknown;
+            if (!site_open && (r->map_len < kNoReadaroundBelow || !watch_classified)) continue;
             list[n++] = {r, r->start, r->map_len, r->born_ns, r->site};
         }
     }
@@ -116,8 +120,7 @@ void *sampler_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {0, (long)kPeriodNs};
         nanosleep(&ts, nullptr);
-        tick();
-        g_ticks.fetch_add(1, std::memory_order_relaxed);
+        tick(g_ticks.fetch_add(1, std::memory_order_relaxed));
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }
     return nullptr;

@@ -86,8 +86,13 @@ int main() {
     const char *dir = getenv("SPILLWAY_DIR");
     CHECK(dir);
     std::atomic<bool> failed{false};
-    // Round one brings up everything that legitimately stays: the shim's
-    // threads and pool files, glibc's cached thread stacks.
+    // Round one (and this warm-up) bring up everything that legitimately
+    // stays: the shim's threads, pool files and the learner's pagemap
+    // descriptor, glibc's cached thread stacks.
+    unsigned char *warm = (unsigned char *)malloc(16 << 20);
+    memset(warm, 1, 16 << 20);
+    usleep(400000); // the learner samples regions older than 50 ms, every 100 ms
+    free(warm);
     churn(failed, 1000);
     CHECK(!failed);
     size_t fds = count_entries("/proc/self/fd"), maps = count_maps();

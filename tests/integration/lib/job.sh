@@ -11,11 +11,13 @@
 # exits 0).
 
 # job_start NAME [--limit 256m] [--shim] [--config FILE] [--spill DIR]
-#           [--env K=V]... [--mount SRC:DST[:ro]]... [--timeout SECS] -- CMD...
+#           [--env K=V]... [--mount SRC:DST[:ro]]... [--shm-size 2g]
+#           [--timeout SECS] -- CMD...
+# --shm-size sizes the container's /dev/shm (default: Docker's 64 MiB).
 job_start() {
     JOB_NAME=$1
     shift
-    local limit="" shim=0 config="" spill="" timeout=120 envs=() mounts=()
+    local limit="" shim=0 config="" spill="" timeout=120 shm_size="" envs=() mounts=()
     while [ $# -gt 0 ]; do
         case $1 in
             --limit) limit=$2; shift 2 ;;
@@ -25,6 +27,7 @@ job_start() {
             --env) envs+=(-e "$2"); shift 2 ;;
             --mount) mounts+=(-v "$2"); shift 2 ;;
             --timeout) timeout=$2; shift 2 ;;
+            --shm-size) shm_size=$2; shift 2 ;;
             --) shift; break ;;
             *) die "job_start $JOB_NAME: unknown option $1; see the usage comment in lib/job.sh" ;;
         esac
@@ -53,6 +56,7 @@ job_start() {
         -e HOME=/tmp -e PYTHONDONTWRITEBYTECODE=1 -e "PYTHONPATH=/prog${HELPER_DIR:+:/helper}")
     [ -n "$HELPER_DIR" ] && args+=(-v "$HELPER_DIR:/helper:ro")
     [ -n "$limit" ] && args+=("--memory=$limit" "--memory-swap=$limit")
+    [ -n "$shm_size" ] && args+=("--shm-size=$shm_size")
     if [ "$shim" = 1 ]; then
         if [ -n "$config" ]; then
             cp "$config" "$JOB_DIR/out/spillway.toml"
@@ -124,6 +128,12 @@ job_was_oom_killed() {
 # job_clean_exit: 0 when the last job exited 0 with no OOM signal and no timeout.
 job_clean_exit() {
     [ "$JOB_TIMED_OUT" = 0 ] && [ "$JOB_RC" = 0 ] && ! job_was_oom_killed
+}
+
+# job_died_of_sigbus: 0 when the last job exited 135 (SIGBUS) with no OOM
+# signal and no timeout.
+job_died_of_sigbus() {
+    [ "$JOB_TIMED_OUT" = 0 ] && [ "$JOB_RC" = 135 ] && ! job_was_oom_killed
 }
 
 # job_outcome: a short text for the results table.

@@ -37,6 +37,16 @@ check() {
 # fail DESCRIPTION: an unconditional failure (something could not even run).
 fail() { check "$1" false; }
 
+# note TEXT: a measured fact listed with the assertions that is not one
+# itself (an expectation the suite reports but does not fail on).
+note() {
+    SCENARIO_CHECKS+=("note: $1")
+    say "  note: $1"
+}
+
+# not COMMAND...: the inverted status of COMMAND, for check.
+not() { ! "$@"; }
+
 # scenario_end WITHOUT WITH WALL_WITH_SHIM WALL_UNCONSTRAINED
 scenario_end() {
     local verdict=PASS

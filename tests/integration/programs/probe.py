@@ -1,8 +1,10 @@
 """probe.py — proves nothing by itself: the Python twin of probe.h. Asks the
 shim through ctypes over the running process (so scripts run unchanged
 without it) whether it is active and where an address's bytes live, and
-reads the container's memory usage from its cgroup (v2 or v1)."""
+reads the container's memory usage from its cgroup (v2 or v1), where a
+mapping lives and how full /dev/shm is."""
 import ctypes
+import os
 
 _PROCESS = ctypes.CDLL(None)
 _BACKINGS = {0: "none", 1: "disk", 2: "memory", 3: "anon"}
@@ -42,3 +44,42 @@ def cgroup_usage():
             continue
     raise SystemExit("probe.py: cannot read memory.current or memory.usage_in_bytes; "
                      "run inside a container with a memory cgroup")
+
+
+def cgroup_stat():
+    """This container's cgroup memory split, in bytes: 'anon' (anonymous),
+    'shmem' (tmpfs and memfd: as unreclaimable as anon without swap) and
+    'file' (page cache, shmem included). Keys missing from the kernel's
+    memory.stat are absent."""
+    names = {"/sys/fs/cgroup/memory.stat": {"anon": "anon", "shmem": "shmem", "file": "file"},
+             "/sys/fs/cgroup/memory/memory.stat": {"rss": "anon", "shmem": "shmem", "cache": "file"}}
+    for path, keys in names.items():
+        try:
+            with open(path) as f:
+                lines = f.read().split("\n")
+        except OSError:
+            continue
+        stat = {}
+        for line in lines:
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in keys:
+                stat[keys[parts[0]]] = int(parts[1])
+        return stat
+    raise SystemExit("probe.py: cannot read memory.stat; run inside a container with a memory cgroup")
+
+
+def mapping_of(address):
+    """The path (or '[anon]') of the mapping in /proc/self/maps holding address."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split(None, 5)
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if lo <= address < hi:
+                return fields[5].strip() if len(fields) > 5 else "[anon]"
+    return "(not mapped)"
+
+
+def devshm_mib():
+    """(size, used) of this container's /dev/shm in whole MiB."""
+    v = os.statvfs("/dev/shm")
+    return v.f_blocks * v.f_frsize >> 20, (v.f_blocks - v.f_bfree) * v.f_frsize >> 20

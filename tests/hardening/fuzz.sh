@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# fuzz.sh SRCROOT OUTDIR [SECONDS] — builds the two libFuzzer targets with
+# Debian's clang (-fsanitize=fuzzer,address,undefined), replays every saved
+# regression input (tests/hardening/regressions/*), then fuzzes each target
+# for SECONDS (CI: 20; e.g. 3600 for a soak) from the seed corpus in
+# tests/hardening/corpus/. A crash, leak, timeout or abort is a failure; the
+# input is copied to OUTDIR/found-*/ and its path printed: save it under
+# regressions/<target>/ and report it.
+set -uo pipefail
+src=$1 out=$2 secs=${3:-20}
+here="$src/tests/hardening"
+cxx=$(command -v clang++ || command -v clang++-14 || true)
+if [ -z "$cxx" ]; then echo "fuzz: clang++ not installed (apt-get install clang); SKIP"; exit 77; fi
+mkdir -p "$out"
+inc=(-I"$src/shim" -std=c++20 -D_GNU_SOURCE -g -O1)
+flags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+build() { # build NAME SOURCES...
+  local name=$1; shift
+  local bin="$out/$name" newest
+  newest=$(ls -t "$@" | head -1)
+  if [ ! -x "$bin" ] || [ "$newest" -nt "$bin" ]; then
+    echo "fuzz: building $name"
+    "$cxx" "${inc[@]}" "${flags[@]}" "$@" -o "$bin" || { echo "fuzz: FAIL: could not build $name"; return 1; }
+  fi
+}
+build fuzz_config "$here/fuzz_config.cpp" "$src/shim/config.cpp" "$src/shim/size_parse.cpp" "$src/shim/log.cpp" || exit 1
+build fuzz_size_glob "$here/fuzz_size_glob.cpp" "$src/shim/size_parse.cpp" || exit 1
+status=0
+for t in fuzz_config:config fuzz_size_glob:size_glob; do
+  bin=${t%%:*} corpus=${t##*:}
+  # Regressions: every saved input must now run clean.
+  if compgen -G "$here/regressions/$corpus/*" >/dev/null; then
+    if ! "$out/$bin" -runs=0 "$here/regressions/$corpus/"* >"$out/$bin.regress.log" 2>&1; then
+      echo "fuzz: FAIL: $bin: a saved regression input still fails:"; grep -E 'ERROR|SUMMARY|Running:' "$out/$bin.regress.log" | tail -8
+      status=1
+    fi
+  fi
+  work="$out/corpus-$corpus"; mkdir -p "$work" "$out/found-$corpus"
+  "$out/$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 -max_len=4096 \
+     -artifact_prefix="$out/found-$corpus/" -print_final_stats=1 "$work" "$here/corpus/$corpus" \
+     >"$out/$bin.log" 2>&1
+  rc=$?
+  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out/$bin.log" | grep -oE '[0-9]+$')
+  if [ $rc != 0 ]; then
+    echo "fuzz: FAIL: $bin (exit $rc):"; grep -E 'ERROR|SUMMARY|Test unit written|deadly|timeout' "$out/$bin.log" | head -10
+    status=1
+  else
+    echo "fuzz: ok: $bin, ${secs} s, ${runs:-?} inputs, corpus $(ls "$work" | wc -l) entries"
+  fi
+done
+exit $status

@@ -1,0 +1,158 @@
+// control_helper.cpp — the second process of the multi-process control
+// tests. It proves nothing by itself: each subcommand does one thing another
+// process must do (map an exported file, prepare the spill directory, run in
+// a memory cgroup, run with the shim inactive) and prints what it saw, one
+// "key=value" line or one reply per command, for the test to assert on.
+//
+//   peer PATH SIZE         map PATH, then serve commands from stdin:
+//                          expect OFF LEN SEED | fill OFF LEN SEED | release |
+//                          live | free | quit
+//   prepare                spillway_prepare_dir()
+//   export-new SIZE        allocate SIZE on disk, export it, print the path
+//   cgroup-release SIZE USAGE_FILE
+//                          write SIZE bytes, release them, report USAGE_FILE
+//   alloc-random SIZE      spillway_alloc(SIZE, SPILLWAY_RANDOM_ACCESS)
+//   inactive               call every function (the test made the shim inactive)
+#include "spillway.h"
+#include "memcg.h"
+#include "support.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
+using namespace control_test;
+
+namespace {
+
+int usage() {
+    fprintf(stderr, "control_helper: unknown or incomplete command; see the opening comment of "
+                    "tests/control/control_helper.cpp\n");
+    return 2;
+}
+
+const char *marker() {
+    const char *m = getenv("SPILLWAY_PREPARED");
+    return m ? m : "(unset)";
+}
+
+int peer(const char *path, size_t size) {
+    errno = 0;
+    char *p = (char *)spillway_map(path, size);
+    if (!p) {
+        printf("error errno=%d\n", errno);
+        return 1;
+    }
+    printf("mapped backing=%d\n", spillway_backing(p));
+    fflush(stdout);
+    char line[512];
+    while (fgets(line, sizeof line, stdin)) {
+        unsigned long long off = 0, len = 0, seed = 0;
+        if (sscanf(line, "expect %llu %llu %llu", &off, &len, &seed) == 3) {
+            size_t bad = first_mismatch(p, off, len, seed);
+            if (bad == SIZE_MAX) printf("ok\n");
+            else printf("mismatch at %zu\n", bad);
+        } else if (sscanf(line, "fill %llu %llu %llu", &off, &len, &seed) == 3) {
+            fill(p, off, len, seed);
+            printf("done\n");
+        } else if (strncmp(line, "release", 7) == 0) {
+            printf("%d\n", spillway_release_page_cache(p));
+        } else if (strncmp(line, "live", 4) == 0) {
+            printf("%d\n", spillway_has_live_mapping(path));
+        } else if (strncmp(line, "free", 4) == 0) {
+            free(p);
+            p = nullptr;
+            printf("freed\n");
+        } else if (strncmp(line, "quit", 4) == 0) {
+            return 0;
+        } else {
+            printf("unknown command\n");
+        }
+        fflush(stdout);
+    }
+    return 0;
+}
+
+int export_new(size_t size) {
+    char *p = (char *)spillway_alloc(size, SPILLWAY_PREFER_DISK);
+    if (!p) {
+        printf("rc=alloc-failed\n");
+        return 1;
+    }
+    fill(p, 0, size, 7);
+    char path[4096];
+    int rc = spillway_export(p, path, sizeof path);
+    printf("rc=%d path=%s marker=%s pid=%d\n", rc, rc == 0 ? path : "", marker(), (int)getpid());
+    return 0;
+}
+
+int cgroup_release(size_t size, const std::string &usage_file) {
+    uint64_t before = read_u64_file(usage_file);
+    char *p = (char *)spillway_alloc(size, SPILLWAY_PREFER_DISK);
+    if (!p) {
+        printf("alloc-failed\n");
+        return 1;
+    }
+    fill(p, 0, size, 11);
+    long res_written = spillway_residency(p, size);
+    uint64_t written = read_u64_file(usage_file);
+    int rc = spillway_release_page_cache(p);
+    long res_released = spillway_residency(p, size);
+    uint64_t released = read_u64_file(usage_file);
+    bool intact = first_mismatch(p, 0, size, 11) == SIZE_MAX;
+    printf("backing=%d before=%llu written=%llu released=%llu rc=%d res_written=%ld "
+           "res_released=%ld intact=%d\n",
+           spillway_backing(p), (unsigned long long)before, (unsigned long long)written,
+           (unsigned long long)released, rc, res_written, res_released, intact ? 1 : 0);
+    return 0;
+}
+
+int alloc_random(size_t size) {
+    void *p = spillway_alloc(size, SPILLWAY_RANDOM_ACCESS);
+    printf("backing=%d\n", p ? spillway_backing(p) : -1);
+    return 0;
+}
+
+int inactive() {
+    char *big = (char *)malloc(64 * MiB);
+    char *placed = (char *)spillway_alloc(64 * MiB, SPILLWAY_PREFER_DISK);
+    if (placed) fill(placed, 0, 64 * MiB, 3); // usable memory, whatever its home
+    char path[4096] = "";
+    errno = 0;
+    void *mapped = spillway_map("/etc/hostname", 4096);
+    int map_errno = errno;
+    printf("active=%d\n", spillway_is_active());
+    printf("backing=%d\n", spillway_backing(big));
+    printf("disk=%d\n", spillway_is_disk_backed(big));
+    printf("release=%d\n", spillway_release_page_cache(big));
+    printf("spill=%d\n", spillway_spill(big));
+    printf("export=%d\n", spillway_export(big, path, sizeof path));
+    printf("alloc=%s\n", placed && first_mismatch(placed, 0, 64 * MiB, 3) == SIZE_MAX ? "usable" : "null");
+    printf("alloc_backing=%d\n", placed ? spillway_backing(placed) : -1);
+    printf("map=%s errno=%d\n", mapped ? "mapped" : "null", map_errno);
+    free(placed);
+    free(big);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    if (argc < 2) return usage();
+    std::string cmd = argv[1];
+    if (cmd == "peer" && argc == 4) return peer(argv[2], strtoull(argv[3], nullptr, 10));
+    if (cmd == "prepare") {
+        int rc = spillway_prepare_dir();
+        printf("rc=%d marker=%s pid=%d\n", rc, marker(), (int)getpid());
+        return 0;
+    }
+    if (cmd == "export-new" && argc == 3) return export_new(strtoull(argv[2], nullptr, 10));
+    if (cmd == "cgroup-release" && argc == 4)
+        return cgroup_release(strtoull(argv[2], nullptr, 10), argv[3]);
+    if (cmd == "alloc-random" && argc == 3) return alloc_random(strtoull(argv[2], nullptr, 10));
+    if (cmd == "inactive") return inactive();
+    return usage();
+}

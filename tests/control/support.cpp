@@ -1,0 +1,280 @@
+// support.cpp — see support.h.
+#include "support.h"
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace control_test {
+
+size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
+
+static inline uint64_t word_at(uint64_t seed, uint64_t index) {
+    uint64_t z = seed * 0x9E3779B97F4A7C15ull + index + 1;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return (z ^ (z >> 31)) | 1; // never zero: a zero word always means "not written"
+}
+
+void fill(void *base, size_t off, size_t len, uint64_t seed) {
+    uint64_t *w = (uint64_t *)((char *)base + off);
+    for (size_t i = 0; i < len / 8; i++) w[i] = word_at(seed, off / 8 + i);
+}
+
+size_t first_mismatch(const void *base, size_t off, size_t len, uint64_t seed) {
+    const uint64_t *w = (const uint64_t *)((const char *)base + off);
+    for (size_t i = 0; i < len / 8; i++)
+        if (w[i] != word_at(seed, off / 8 + i)) return off + i * 8;
+    return SIZE_MAX;
+}
+
+size_t first_nonzero(const void *base, size_t off, size_t len) {
+    const uint64_t *w = (const uint64_t *)((const char *)base + off);
+    for (size_t i = 0; i < len / 8; i++)
+        if (w[i]) return off + i * 8;
+    return SIZE_MAX;
+}
+
+long file_cached_bytes(const std::string &path) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -errno;
+    struct {
+        uint64_t off, len;
+    } range{0, 0}; // len 0: to the end of the file
+    struct {
+        uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+    } cs{};
+    long result;
+    if (syscall(451 /* cachestat */, fd, &range, &cs, 0) == 0) {
+        result = (long)(cs.nr_cache * page_size());
+    } else {
+        // Older kernel: mincore over a read-only mapping (mapping faults nothing in).
+        struct stat st;
+        fstat(fd, &st);
+        size_t len = (size_t)st.st_size;
+        result = 0;
+        if (len) {
+            void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+            if (m == MAP_FAILED) {
+                result = -errno;
+            } else {
+                size_t pages = (len + page_size() - 1) / page_size();
+                std::vector<unsigned char> vec(pages);
+                if (mincore(m, len, vec.data()) != 0) result = -errno;
+                else
+                    for (unsigned char v : vec) result += (v & 1) ? (long)page_size() : 0;
+                munmap(m, len);
+            }
+        }
+    }
+    close(fd);
+    return result;
+}
+
+std::string spill_dir() {
+    const char *d = getenv("SPILLWAY_DIR");
+    if (!d || !*d) {
+        fprintf(stderr, "control test: SPILLWAY_DIR is not set; run it with `meson test --suite control`\n");
+        exit(2);
+    }
+    return d;
+}
+
+std::vector<std::string> list_dir(const std::string &dir) {
+    std::vector<std::string> names;
+    if (DIR *d = opendir(dir.c_str())) {
+        while (struct dirent *e = readdir(d))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) names.push_back(e->d_name);
+        closedir(d);
+    }
+    return names;
+}
+
+static void remove_tree(const std::string &path) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) return;
+    if (S_ISDIR(st.st_mode)) {
+        for (const std::string &n : list_dir(path)) remove_tree(path + "/" + n);
+        rmdir(path.c_str());
+    } else {
+        unlink(path.c_str());
+    }
+}
+
+void empty_spill_dir() {
+    std::string dir = spill_dir();
+    for (const std::string &n : list_dir(dir)) remove_tree(dir + "/" + n);
+}
+
+bool file_exists(const std::string &path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0;
+}
+
+std::string maps_line_of(const void *p) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f) return "";
+    char line[PATH_MAX + 256];
+    std::string found;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && (uintptr_t)p >= lo && (uintptr_t)p < hi) {
+            found = line;
+            if (!found.empty() && found.back() == '\n') found.pop_back();
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+std::string vm_flags_of(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return "";
+    char line[PATH_MAX + 256];
+    bool inside = false;
+    std::string flags;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char dash;
+        if (sscanf(line, "%lx%c%lx ", &lo, &dash, &hi) == 3 && dash == '-') {
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            flags = line + 8;
+            break;
+        }
+    }
+    fclose(f);
+    while (!flags.empty() && (flags.back() == '\n' || flags.back() == ' ')) flags.pop_back();
+    return flags.empty() || flags[0] == ' ' ? flags : " " + flags;
+}
+
+bool eventually(const std::function<bool()> &pred) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > until) return pred();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
+static std::string helper_path() {
+    const char *h = getenv("SPILLWAY_TEST_HELPER");
+    if (!h || !*h) {
+        fprintf(stderr, "control test: SPILLWAY_TEST_HELPER is not set; run it with `meson test --suite control`\n");
+        exit(2);
+    }
+    return h;
+}
+
+static int decode_status(int st) {
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
+Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &opts) {
+    // Everything the child needs is built before fork: after it, only
+    // async-signal-safe calls (this process has threads).
+    std::vector<std::string> argv_s = {helper_path()};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char *> argv;
+    for (std::string &a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    std::vector<std::string> env_s;
+    for (char **e = environ; *e; e++) {
+        std::string entry = *e, name = entry.substr(0, entry.find('='));
+        bool drop = false;
+        for (const std::string &u : opts.unset_env) drop |= name == u;
+        for (const std::string &s : opts.set_env) drop |= name == s.substr(0, s.find('='));
+        if (!drop) env_s.push_back(entry);
+    }
+    env_s.insert(env_s.end(), opts.set_env.begin(), opts.set_env.end());
+    std::vector<char *> envp;
+    for (std::string &e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
+        perror("control test: pipe2");
+        exit(2);
+    }
+    Helper h;
+    h.pid = fork();
+    if (h.pid == 0) {
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        if (opts.before_exec) opts.before_exec();
+        execve(argv[0], argv.data(), envp.data());
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    h.to_child = in[1];
+    h.from_child = out[0];
+    return h;
+}
+
+std::string Helper::send(const std::string &line) {
+    std::string msg = line + "\n";
+    if (write(to_child, msg.data(), msg.size()) != (ssize_t)msg.size()) return "<helper gone>";
+    return read_line();
+}
+
+std::string Helper::read_line() {
+    std::string reply;
+    char c;
+    while (read(from_child, &c, 1) == 1) {
+        if (c == '\n') return reply;
+        reply += c;
+    }
+    return reply.empty() ? "<helper gone>" : reply;
+}
+
+int Helper::wait() {
+    if (to_child >= 0) close(to_child);
+    to_child = -1;
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (from_child >= 0) close(from_child);
+    from_child = -1;
+    return decode_status(st);
+}
+
+std::string run_helper(const std::vector<std::string> &args, int *status, const SpawnOptions &opts) {
+    Helper h = spawn_helper(args, opts);
+    close(h.to_child);
+    h.to_child = -1;
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(h.from_child, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+    *status = h.wait();
+    return out;
+}
+
+int in_fork_child(const std::function<int()> &fn) {
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) _exit(fn());
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return decode_status(st);
+}
+
+} // namespace control_test

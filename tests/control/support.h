@@ -1,0 +1,84 @@
+// support.h — what the control tests share: byte patterns that prove data
+// survived, page-cache measurement of a file independent of the shim, and
+// running the second process (control_helper) with pipes to talk to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+#include <sys/types.h>
+
+namespace control_test {
+
+constexpr size_t KiB = size_t(1) << 10;
+constexpr size_t MiB = size_t(1) << 20;
+constexpr size_t GiB = size_t(1) << 30;
+
+size_t page_size();
+
+// Fills [off, off+len) of base with a pattern that depends on seed and on
+// the absolute offset, so a byte moved, lost or duplicated is detected.
+// off and len are multiples of 8.
+void fill(void *base, size_t off, size_t len, uint64_t seed);
+// Offset of the first byte that does not match fill(base, off, len, seed),
+// or SIZE_MAX when all of them do.
+size_t first_mismatch(const void *base, size_t off, size_t len, uint64_t seed);
+// Same check, but for bytes that must read as zero.
+size_t first_nonzero(const void *base, size_t off, size_t len);
+
+// Bytes of the file at path that are in the page cache, measured from the
+// file itself (cachestat(2), or mincore over a fresh read-only mapping);
+// -errno on failure.
+long file_cached_bytes(const std::string &path);
+
+// The directory the shim spills to in this test (SPILLWAY_DIR).
+std::string spill_dir();
+// Removes every entry of the spill directory (a test's clean start).
+void empty_spill_dir();
+// Names of the entries of dir, without "." and "..".
+std::vector<std::string> list_dir(const std::string &dir);
+bool file_exists(const std::string &path);
+
+// The /proc/self/maps line of the mapping holding p, or "".
+std::string maps_line_of(const void *p);
+// The VmFlags of that mapping, space-separated with a leading space
+// (" rd wr sh mr mw me ms rr"), or "".
+std::string vm_flags_of(const void *p);
+inline bool has_random_advice(const void *p) { return vm_flags_of(p).find(" rr") != std::string::npos; }
+
+// Waits (polling) until pred() is true or about 10 s have passed; returns
+// pred()'s last value. For events the shim completes in the background,
+// such as the reaper unmapping a freed region: never used to assert timing.
+bool eventually(const std::function<bool()> &pred);
+
+// A second process: control_helper (SPILLWAY_TEST_HELPER) with args, its
+// stdin and stdout connected to this process.
+struct Helper {
+    pid_t pid = -1;
+    int to_child = -1;   // write commands here
+    int from_child = -1; // read replies here
+    std::string send(const std::string &line); // writes line, returns the reply line
+    std::string read_line();                   // the next line it printed, without '\n'
+    int wait();                                // closes the pipes; exit status, or 128+signal
+};
+
+struct SpawnOptions {
+    std::vector<std::string> set_env;   // "NAME=value"
+    std::vector<std::string> unset_env; // "NAME"
+    // Runs in the child between fork and exec (async-signal-safe calls only).
+    std::function<void()> before_exec;
+};
+
+Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &opts = {});
+// Runs the helper to completion; returns its whole stdout, sets *status.
+std::string run_helper(const std::vector<std::string> &args, int *status,
+                       const SpawnOptions &opts = {});
+
+// Runs fn in a forked child of this process and returns its exit status
+// (128+signal when it was killed). For refusals that only a fork child can
+// see, and for scenarios that may crash.
+int in_fork_child(const std::function<int()> &fn);
+
+} // namespace control_test

@@ -2,6 +2,7 @@
 #include "backing.h"
 
 #include "arena.h"
+#include "fd_policy.h"
 #include "log.h"
 #include "region.h"
 #include "spilldir.h"
@@ -11,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <mimalloc.h>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
@@ -25,6 +27,8 @@ namespace {
 SpillDir *g_dir = nullptr;
 uint64_t g_dedicated_min = 256ull << 20;
 std::mutex g_pool_lock; // creating pools and growing the memfd's size
+std::mutex g_dir_lock;  // opening the spill directory, once
+std::atomic<int> g_dir_fd{-1};
 SpillFile *g_disk_pool = nullptr;
 SpillFile *g_memory_pool = nullptr;
 
@@ -58,7 +62,7 @@ int map_shared(uintptr_t addr, size_t len, int fd, uint64_t off) {
 SpillFile *disk_pool(int &err) {
     std::lock_guard<std::mutex> guard(g_pool_lock);
     if (!g_disk_pool) {
-        int fd = create_unnamed_file(*g_dir);
+        int fd = create_unnamed_file(spill_dir_fd());
         if (fd < 0) {
             err = -fd;
             return nullptr;
@@ -75,7 +79,7 @@ SpillFile *disk_pool(int &err) {
 SpillFile *memory_pool(int &err) {
     std::lock_guard<std::mutex> guard(g_pool_lock);
     if (!g_memory_pool) {
-        int fd = memfd_create("spillway", MFD_CLOEXEC);
+        int fd = above_stdio(memfd_create("spillway", MFD_CLOEXEC));
         if (fd < 0) {
             err = errno;
             return nullptr;
@@ -133,10 +137,14 @@ Fallback fallback_from_errno(int err) {
 void backing_init(const Settings &s) {
     g_dedicated_min = s.dedicated_min;
     g_dir = new SpillDir(open_spill_dir(s.spill_dir, s.allow_tmpfs));
+    // Checked now, held open only once needed (spill_dir_fd): a process that
+    // never spills, like most programs a job execs, keeps no descriptor of ours.
+    if (g_dir->fd >= 0) close(g_dir->fd);
+    g_dir->fd = -1;
     if (!g_dir->usable && s.policy != Policy::anon && s.policy != Policy::memory)
         SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous memory",
                 g_dir->why_unusable.c_str());
-    else if (g_dir->on_tmpfs)
+    else if (g_dir->on_tmpfs && g_dir->usable)
         SPW_LOG(warn, "spill directory %s is on tmpfs/ramfs (allowed by spill.allow_tmpfs): "
                       "spilled bytes stay in RAM", g_dir->path.c_str());
 }
@@ -148,11 +156,27 @@ const SpillDir &spill_dir() {
 static const SpillDir &dir() { return spill_dir(); }
 bool disk_usable() { return dir().usable; }
 const std::string &disk_unusable_reason() { return dir().why_unusable; }
-int spill_dir_fd() { return dir().fd; }
+int spill_dir_fd() {
+    int fd = g_dir_fd.load(std::memory_order_acquire);
+    if (fd >= 0 || !disk_usable()) return fd;
+    std::lock_guard<std::mutex> guard(g_dir_lock);
+    fd = g_dir_fd.load(std::memory_order_relaxed);
+    if (fd >= 0) return fd;
+    fd = above_stdio(open(g_dir->path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
+        close(fd); // replaced since start-up by something that is not ours
+        fd = -1;
+    }
+    if (fd < 0) SPW_LOG(warn, "cannot open the spill directory %s any more (%s); large allocations "
+                              "fall back to memory", g_dir->path.c_str(), strerror(errno));
+    g_dir_fd.store(fd, std::memory_order_release);
+    return fd;
+}
 const std::string &spill_dir_path() { return dir().path; }
 
 int new_dedicated_disk_file(size_t len, SpillFile **out) {
-    int fd = create_unnamed_file(*g_dir);
+    int fd = create_unnamed_file(spill_dir_fd());
     if (fd < 0) return -fd;
     if (int err = reserve(fd, 0, len)) {
         close(fd);

@@ -186,12 +186,15 @@ void callsite_init(const Settings &s) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     g_exe_name = new std::string(n > 0 ? base_name(exe) : "main");
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    // libunwind itself is initialised on the first capture: it opens a pipe,
+    // which a process that never allocates large must not be left holding.
 }
 
 CallSite *callsite_capture() {
     if (t_capturing || !g_settings) return nullptr;
     t_capturing = true;
+    static std::once_flag unwinder_ready;
+    std::call_once(unwinder_ready, [] { unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD); });
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
     int first = 0;

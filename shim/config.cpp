@@ -61,6 +61,62 @@ static bool parse_level(std::string_view text, LogLevel &out) {
 
 namespace {
 
+// toml++ quotes raw input in its messages; a newline in it would break the
+// one-line contract.
+std::string one_line(std::string_view text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if ((unsigned char)c < 0x20) out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+// Line of the first byte >= 0x80 outside a comment, or 0. toml++ 3.3.0's
+// is_non_ascii_horizontal_whitespace reaches __builtin_unreachable()
+// (undefined behaviour) for most non-ASCII code points, in bare context and
+// inside strings alike (found by fuzzing), so raw non-ASCII bytes are
+// refused before toml++ sees the text; a string can still hold any
+// character as a \uXXXX escape.
+int bare_non_ascii_line(std::string_view t) {
+    int line = 1;
+    size_t i = t.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0; // a UTF-8 byte order mark is fine
+    while (i < t.size()) {
+        char c = t[i];
+        if (c == '\n') {
+            line++;
+            i++;
+        } else if (c == '#') {
+            while (i < t.size() && t[i] != '\n') i++;
+        } else if (c == '"' || c == '\'') {
+            bool multi = t.substr(i, 3) == std::string(3, c);
+            size_t q = multi ? 3 : 1;
+            i += q;
+            while (i < t.size()) {
+                if (t[i] == '\n') line++;
+                if ((unsigned char)t[i] >= 0x80) return line;
+                if (c == '"' && t[i] == '\\') {
+                    i += 2;
+                    continue;
+                }
+                if (t.substr(i, q) == std::string(q, c)) {
+                    i += q;
+                    break;
+                }
+                if (!multi && t[i] == '\n') break; // unterminated: let toml++ report it
+                i++;
+            }
+        } else if ((unsigned char)c >= 0x80) {
+            return line;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
 // Thrown inside this file only; converted to the one-line message.
 struct BadKey {
     std::string message;
@@ -75,7 +131,7 @@ class Reader {
         line << source_;
         if (node && node->source().begin.line) line << ":" << node->source().begin.line;
         line << ": key '" << key << "': " << what;
-        throw BadKey{line.str()};
+        throw BadKey{one_line(line.str())}; // keys and values may hold newlines
     }
 
     void reject_unknown(const toml::table &table, const std::string &prefix,
@@ -154,13 +210,17 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                                              Settings &s) {
     Reader r(source);
     try {
+        if (int line = bare_non_ascii_line(text))
+            return source + ":" + std::to_string(line) +
+                   ": TOML syntax error: a non-ASCII character outside a comment; write it as a "
+                   "\\uXXXX escape inside a quoted string";
         toml::table root;
         try {
             root = toml::parse(text, source);
         } catch (const toml::parse_error &e) {
             std::ostringstream line;
             line << source << ":" << e.source().begin.line << ":" << e.source().begin.column
-                 << ": TOML syntax error: " << e.description();
+                 << ": TOML syntax error: " << one_line(e.description());
             return line.str();
         }
         r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
@@ -280,7 +340,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
         if (const char *v = env("SPILLWAY_THRESHOLD")) {
             std::string err;
             if (!parse_size(v, s.threshold, err))
-                return "environment: SPILLWAY_THRESHOLD: " + err;
+                return one_line("environment: SPILLWAY_THRESHOLD: " + err);
             if (s.threshold < kMinThreshold)
                 return "environment: SPILLWAY_THRESHOLD: must be at least " + format_size(kMinThreshold) +
                        ", got " + format_size(s.threshold);
@@ -318,12 +378,12 @@ static std::string quoted(const std::string &s) {
 std::string describe_settings(const Settings &s) {
     std::ostringstream o;
     o << "# effective settings (source: " << s.source << ")\n";
-    o << "threshold = " << quoted(format_size(s.threshold)) << "\n";
+    o << "threshold = " << quoted(format_size_exact(s.threshold)) << "\n";
     o << "policy = " << quoted(policy_name(s.policy)) << "\n\n";
     o << "[spill]\ndir = " << quoted(s.spill_dir) << "\nallow_tmpfs = "
-      << (s.allow_tmpfs ? "true" : "false") << "\ndedicated_min = " << quoted(format_size(s.dedicated_min))
+      << (s.allow_tmpfs ? "true" : "false") << "\ndedicated_min = " << quoted(format_size_exact(s.dedicated_min))
       << "\n\n";
-    o << "[memory]\nreserve = " << quoted(format_size(s.memory_reserve)) << "\n\n";
+    o << "[memory]\nreserve = " << quoted(format_size_exact(s.memory_reserve)) << "\n\n";
     o << "[log]\nlevel = " << quoted(level_name(s.log_level)) << "\nfile = " << quoted(s.log_file) << "\n\n";
     o << "[stats]\nfile = " << quoted(s.stats_file) << "\n\n";
     o << "[profile]\nfile = " << quoted(s.profile_file) << "\nlearn = " << (s.learn ? "true" : "false")
@@ -331,7 +391,7 @@ std::string describe_settings(const Settings &s) {
     o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth
       << "\n\n";
     o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "
-      << quoted(format_size(s.shm_min)) << "\n";
+      << quoted(format_size_exact(s.shm_min)) << "\n";
     for (const Rule &r : s.rules) {
         o << "\n[[rule]]\n";
         if (!r.match.empty()) o << "match = " << quoted(r.match) << "\n";

@@ -14,7 +14,6 @@
 #include "large.h"
 #include "log.h"
 #include "region.h"
-#include "reaper.h"
 #include "rehome.h"
 #include "spilldir.h"
 #include "stats.h"
@@ -161,7 +160,6 @@ SPW_API int spillway_has_live_mapping(const char *path) {
     // "<dir>/#<inode> (deleted)", and one path has many spellings.
     struct stat want;
     if (stat(path, &want) != 0) return errno == ENOENT ? 0 : -errno; // no file: nothing maps it by name
-    reaper_drain(); // a region freed just before this call is unmapped by now
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps) return -errno;
     char line[PATH_MAX + 256];
@@ -232,7 +230,9 @@ SPW_API int spillway_export(const void *p, char *path, size_t cap) {
         if (!getenv(kPreparedMarker)) spillway_prepare_dir(); // first exporter cleans up
         char pid[16];
         snprintf(pid, sizeof pid, "%d-", (int)getpid());
-        std::string name = std::string(kExportPrefix) + pid + random_hex(32);
+        std::string suffix = random_hex(32);
+        if (suffix.empty()) return -EIO; // no entropy: an export name must not be guessable
+        std::string name = std::string(kExportPrefix) + pid + suffix;
         // The file is exactly as long as the allocation, so that a reader
         // checking the size against its shape (spillway_map, load) agrees.
         if (ftruncate(f->fd, (off_t)r->size) != 0) return -errno;

@@ -172,7 +172,12 @@ void large_free(void *p) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
     if (r->freed.exchange(true, std::memory_order_acq_rel)) invalid_pointer("free", p);
-    reaper_submit(r);
+    // A region over a named file (exported, or mapped with spillway_map) is
+    // unmapped before free() returns: "free, then release the file by path"
+    // must find no mapping left, and closing a named file frees no blocks,
+    // so this is cheap. Unnamed files go to the reaper.
+    if (r->file && r->file->exported[0]) large_retire(r);
+    else reaper_submit(r);
 }
 
 void large_retire(Region *r) {
@@ -219,12 +224,14 @@ static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
     }
     // The old range is now a hole in the arena: reserve it again at once,
     // without clobbering anything another thread might have mapped there.
+    // Only the moved bytes left a hole: the rest of the old granules is
+    // still the PROT_NONE reserve.
     uintptr_t old = r->start;
-    size_t old_va = r->va_len;
-    void *back = mmap((void *)old, old_va, PROT_NONE,
+    size_t old_va = r->va_len, old_len = r->map_len;
+    void *back = mmap((void *)old, old_len, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     bool reclaimed = back == (void *)old;
-    if (back != MAP_FAILED && !reclaimed) munmap(back, old_va); // kernel without NOREPLACE
+    if (back != MAP_FAILED && !reclaimed) munmap(back, old_len); // kernel without NOREPLACE
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(old, old_va);
     if (reclaimed) arena::give_back(old, old_va);
@@ -245,7 +252,7 @@ void *large_realloc(void *p, size_t size) {
             errno = ENOMEM;
             return nullptr;
         }
-        memcpy(q, p, size);
+        memcpy(q, p, size < r->map_len ? size : r->map_len); // an alignment-only region can be smaller
         large_free(p);
         return q;
     }
@@ -255,6 +262,7 @@ void *large_realloc(void *p, size_t size) {
     }
     size_t new_map_len = page_round(size);
     if (new_map_len <= r->map_len) {
+        std::lock_guard<std::mutex> guard(large_lock());
         r->size = size; // shrinking in place keeps the mapping (a later grow is free)
         return p;
     }
@@ -269,6 +277,7 @@ void *large_realloc(void *p, size_t size) {
     }
     if (room && grow_backing(r, new_map_len) == 0) {
         stats_on_grow(r->backing, new_map_len - r->map_len);
+        std::lock_guard<std::mutex> guard(large_lock()); // the learner reads map_len under it
         r->map_len = new_map_len;
         r->size = size;
         g_stats.reallocs_in_place.fetch_add(1, std::memory_order_relaxed);
@@ -277,6 +286,7 @@ void *large_realloc(void *p, size_t size) {
     size_t old_len = r->map_len;
     if (uintptr_t moved = move_by_mremap(r, new_map_len)) {
         stats_on_grow(r->backing, new_map_len - old_len);
+        std::lock_guard<std::mutex> guard(large_lock());
         r->size = size;
         g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
         return (void *)moved;

@@ -3,6 +3,7 @@
 
 #include "backing.h"
 #include "callsite.h"
+#include "fd_policy.h"
 #include "large.h"
 #include "log.h"
 #include "region.h"
@@ -136,7 +137,7 @@ Verdict classify_windows(const WindowCounts &w) {
 
 WindowCounts sample_region(uintptr_t start, size_t len) {
     WindowCounts w;
-    if (g_pagemap < 0) g_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (g_pagemap < 0) return w;
     size_t page = 4096, pages = len / page;
     if (pages < kWindowPages) return w;

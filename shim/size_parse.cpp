@@ -69,11 +69,24 @@ std::string format_size(uint64_t bytes) {
         unit++;
     }
     char buf[48];
-    if (bytes % factor == 0)
+    if (bytes > UINT64_MAX - factor) // a rounded "x.yyTiB" could not be parsed back
+        snprintf(buf, sizeof buf, "%lluB", (unsigned long long)bytes);
+    else if (bytes % factor == 0)
         snprintf(buf, sizeof buf, "%llu%s", (unsigned long long)(bytes / factor), names[unit]);
     else
         snprintf(buf, sizeof buf, "%.2f%s", (double)bytes / (double)factor, names[unit]);
     return buf;
+}
+
+std::string format_size_exact(uint64_t bytes) {
+    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int unit = 0;
+    uint64_t factor = 1;
+    while (unit < 4 && bytes && bytes % (factor * 1024) == 0) {
+        factor *= 1024;
+        unit++;
+    }
+    return std::to_string(bytes / factor) + names[unit];
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {
@@ -81,12 +94,12 @@ bool glob_match(std::string_view pattern, std::string_view text) {
     // never exponential, so a hostile pattern cannot hang start-up.
     size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
     while (t < text.size()) {
-        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-            p++;
-            t++;
-        } else if (p < pattern.size() && pattern[p] == '*') {
+        if (p < pattern.size() && pattern[p] == '*') {
             star = p++;
             mark = t;
+        } else if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+            p++;
+            t++;
         } else if (star != std::string_view::npos) {
             p = star + 1;
             t = ++mark;

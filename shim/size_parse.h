@@ -17,6 +17,10 @@ bool parse_size(std::string_view text, uint64_t &bytes, std::string &error);
 // "64MiB", "1.50GiB", "512B": the largest binary unit that reads well.
 std::string format_size(uint64_t bytes);
 
+// Like format_size, but always exact: a whole number of the largest unit
+// that divides it, else plain bytes (parses back to the same value).
+std::string format_size_exact(uint64_t bytes);
+
 // Shell-style glob with * and ?, used by call-site rules.
 bool glob_match(std::string_view pattern, std::string_view text);
 

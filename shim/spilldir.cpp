@@ -1,6 +1,8 @@
 // spilldir.cpp — see spilldir.h.
 #include "spilldir.h"
 
+#include "fd_policy.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -55,7 +57,7 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
         d.why_unusable = d.path + " is writable by others without the sticky bit; chmod 0700 it";
         return d;
     }
-    d.fd = open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    d.fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d.fd < 0) {
         d.why_unusable = "cannot open " + d.path + " (" + strerror(errno) + ")";
         return d;
@@ -134,6 +136,17 @@ std::string random_hex(int n) {
         if (r <= 0) break;
         got += (size_t)r;
     }
+    if (got < want) { // no getrandom (old kernel, seccomp): the device, or nothing
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        while (fd >= 0 && got < want) {
+            ssize_t r = read(fd, bytes + got, want - got);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) break;
+            got += (size_t)r;
+        }
+        if (fd >= 0) close(fd);
+    }
+    if (got < want) return ""; // never a guessable name
     static const char digits[] = "0123456789abcdef";
     std::string out;
     for (size_t i = 0; i < want && (int)out.size() < n; i++) {
@@ -143,17 +156,20 @@ std::string random_hex(int n) {
     return out;
 }
 
-int create_unnamed_file(const SpillDir &dir) {
-    int fd = openat(dir.fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+int create_unnamed_file(int dir_fd) {
+    if (dir_fd < 0) return -EBADF;
+    int fd = above_stdio(openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (fd >= 0) return fd;
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -errno;
     // No O_TMPFILE here: a random name, unlinked at once, so that a crash
     // between the two calls is the only way a file can be left behind.
     for (int attempt = 0; attempt < 8; attempt++) {
-        std::string name = kTmpPrefix + random_hex(24);
-        fd = openat(dir.fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        std::string suffix = random_hex(24);
+        if (suffix.empty()) return -EIO;
+        std::string name = kTmpPrefix + suffix;
+        fd = above_stdio(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (fd >= 0) {
-            unlinkat(dir.fd, name.c_str(), 0);
+            unlinkat(dir_fd, name.c_str(), 0);
             return fd;
         }
         if (errno != EEXIST) return -errno;

@@ -22,10 +22,11 @@ struct SpillDir {
 // Creates (0700, parents as needed) and checks the directory.
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs);
 
-// A new unnamed 0600 file in dir; returns fd or -errno.
-int create_unnamed_file(const SpillDir &dir);
+// A new unnamed 0600 file in the directory open as dir_fd; fd or -errno.
+int create_unnamed_file(int dir_fd);
 
-// Random lower-case hex of n characters (n <= 64), from getrandom.
+// Random lower-case hex of n characters (n <= 64), from getrandom or
+// /dev/urandom; "" when neither answers (callers then refuse to name).
 std::string random_hex(int n);
 
 // Exported and redirected files carry these prefixes; preparing a directory

@@ -13,6 +13,7 @@
 #include "backing.h"
 #include "callsite.h"
 #include "config.h"
+#include "fd_policy.h"
 #include "large.h"
 #include "log.h"
 #include "profile.h"
@@ -54,7 +55,7 @@ static void start() {
     }
     int log_fd = 2;
     if (!s->log_file.empty()) {
-        log_fd = open(s->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        log_fd = above_stdio(open(s->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
         if (log_fd < 0) {
             config_error(s->source + ": key 'log.file': cannot open " + s->log_file + " (" +
                          strerror(errno) + ")");
@@ -87,7 +88,10 @@ static void start() {
             disk_usable() ? "" : " (unusable)");
 }
 
-__attribute__((constructor(101))) static void spillway_constructor() { start(); }
+__attribute__((constructor(101))) static void spillway_constructor() {
+    StdioGuard guard; // nothing we open at start-up may land in a closed 0/1/2
+    start();
+}
 
 __attribute__((destructor)) static void spillway_destructor() {
     if (!g_startup_settings) return;

@@ -80,7 +80,7 @@ TEST_CASE("spill files are unnamed and private") {
     TempDir t;
     SpillDir d = open_spill_dir(t.path, false);
     REQUIRE(d.usable);
-    int fd = create_unnamed_file(d);
+    int fd = create_unnamed_file(d.fd);
     REQUIRE(fd >= 0);
     struct stat st;
     REQUIRE(fstat(fd, &st) == 0);

@@ -14,6 +14,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -117,6 +118,8 @@ void tick(uint64_t tick_number) {
 }
 
 void *sampler_main(void *) {
+    struct sched_param sp = {}; // its wake-ups never preempt the application either
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     uint64_t cpu0 = thread_cpu_ns();
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {0, (long)kPeriodNs};

@@ -99,6 +99,14 @@ def _is_torch_tensor(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
+def _target(x):
+    """(bound API, span of x) when the shim is routing and x has a span,
+    else (None, None): every function below starts here."""
+    api = _live()
+    span = _span(x) if api is not None else None
+    return (api, span) if span is not None else (None, None)
+
+
 def _span(x):
     """(first byte, length of the span in bytes, start of the allocation).
 
@@ -182,11 +190,8 @@ def backing(x):
     anonymous memory), or None when the shim did not place it (a small
     allocation, foreign memory) or is not active.
     """
-    api = _live()
-    if api is None:
-        return None
-    span = _span(x)
-    if span is None or span[1] == 0:
+    api, span = _target(x)
+    if api is None or span[1] == 0:
         return None
     return _BACKING_NAMES.get(api.backing(span[0]))
 
@@ -198,11 +203,8 @@ def is_disk_backed(x):
     the answer travels with every view. Memory-backed and anonymous buffers
     are RAM and answer False.
     """
-    api = _live()
-    if api is None:
-        return False
-    span = _span(x)
-    if span is None or span[1] == 0:
+    api, span = _target(x)
+    if api is None or span[1] == 0:
         return False
     return api.is_disk_backed(span[0]) == 1
 
@@ -215,11 +217,8 @@ def residency(x):
     page counts all of it. None when the shim is not active. Raises OSError
     when the kernel cannot answer (e.g. the memory is not mapped).
     """
-    api = _live()
+    api, span = _target(x)
     if api is None:
-        return None
-    span = _span(x)
-    if span is None:
         return None
     if span[1] == 0:
         return 0
@@ -258,11 +257,8 @@ def release_page_cache(x):
     residency()). False when x is not disk-backed, is a fork child's
     private copy, or the shim is not active.
     """
-    api = _live()
-    if api is None:
-        return False
-    span = _span(x)
-    if span is None or span[1] == 0:
+    api, span = _target(x)
+    if api is None or span[1] == 0:
         return False
     return api.release_page_cache(span[0]) == 0
 
@@ -299,11 +295,8 @@ def spill(x):
     write-protected. A buffer already on disk is left alone (True). False when the shim did not allocate x's
     storage, no spill file can be had, or the shim is not active.
     """
-    api = _live()
-    if api is None:
-        return False
-    span = _span(x)
-    if span is None or span[1] == 0:
+    api, span = _target(x)
+    if api is None or span[1] == 0:
         return False
     if api.spill(span[2]) != 0:
         return False
@@ -321,11 +314,8 @@ def export(x):
     (not the shim's, a fork child's private copy, no spill directory) or
     the shim is not active.
     """
-    api = _live()
-    if api is None:
-        return None
-    span = _span(x)
-    if span is None or span[1] == 0:
+    api, span = _target(x)
+    if api is None or span[1] == 0:
         return None
     for cap in (4096, 1 << 16):
         buf = ctypes.create_string_buffer(cap)

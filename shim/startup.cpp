@@ -32,6 +32,8 @@
 
 namespace spillway {
 
+// The most address space large regions may ever use; only what they need
+// (plus a step of slack) is reserved (arena.h).
 constexpr size_t kArenaBytes = size_t(16) << 40;
 
 static Settings *g_startup_settings = nullptr;

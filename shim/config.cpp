@@ -17,6 +17,8 @@
 
 namespace spillway {
 
+std::string default_spill_dir() { return "/var/tmp/spillway-" + std::to_string(geteuid()); }
+
 const char *policy_name(Policy p) {
     switch (p) {
     case Policy::disk: return "disk";
@@ -230,6 +232,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
         if (auto *t = r.table(root, "spill")) {
             r.reject_unknown(*t, "spill.", {"dir", "allow_tmpfs", "dedicated_min"});
             r.string(*t, "dir", "spill.dir", s.spill_dir);
+            if (t->contains("dir")) s.spill_dir_given = true;
             r.boolean(*t, "allow_tmpfs", "spill.allow_tmpfs", s.allow_tmpfs);
             r.size(*t, "dedicated_min", "spill.dedicated_min", s.dedicated_min);
         }
@@ -335,7 +338,10 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     }
     Reader r(s.source);
     try {
-        if (const char *v = env("SPILLWAY_DIR")) s.spill_dir = v;
+        if (const char *v = env("SPILLWAY_DIR")) {
+            s.spill_dir = v;
+            s.spill_dir_given = true;
+        }
         if (const char *v = env("SPILLWAY_STATS")) s.stats_file = v;
         if (const char *v = env("SPILLWAY_THRESHOLD")) {
             std::string err;

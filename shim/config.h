@@ -33,11 +33,18 @@ struct Rule {
     int line = 0;
 };
 
+// The default spill directory: one per user, /var/tmp/spillway-<euid>, so
+// that no user's directory can stand in another's way.
+std::string default_spill_dir();
+
 struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = 64ull << 20;
     Policy policy = Policy::auto_;
-    std::string spill_dir = "/var/tmp/spillway";
+    std::string spill_dir = default_spill_dir();
+    // Named by spill.dir or SPILLWAY_DIR: a bad directory is then the user's
+    // to fix (exit 78); a refused default falls back to a private directory.
+    bool spill_dir_given = false;
     bool allow_tmpfs = false;
     uint64_t dedicated_min = 256ull << 20;
     uint64_t memory_reserve = 256ull << 20;

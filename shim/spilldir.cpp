@@ -49,8 +49,10 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
         return d;
     }
     if (st.st_uid != geteuid()) {
+        d.foreign = true;
         d.why_unusable = d.path + " is owned by uid " + std::to_string(st.st_uid) +
-                         ", not by this user; use a directory of your own";
+                         ", not by this user (uid " + std::to_string(geteuid()) +
+                         "); use a directory of your own";
         return d;
     }
     if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
@@ -84,6 +86,32 @@ bool is_spillway_file_name(const std::string &name) {
     for (const char *prefix : {kExportPrefix, kShmPrefix, kTmpPrefix})
         if (name.rfind(prefix, 0) == 0) return true;
     return false;
+}
+
+bool spill_dir_falls_back(const SpillDir &d, bool dir_given) {
+    return !d.usable && !d.on_tmpfs && (!dir_given || d.foreign);
+}
+
+SpillDir open_private_spill_dir(bool allow_tmpfs) {
+    std::string name = "/spillway-" + std::to_string(geteuid()) + ".XXXXXX";
+    SpillDir last;
+    const char *tmpdir = getenv("TMPDIR");
+    for (const char *base : {kPrivateSpillBase, tmpdir}) {
+        if (!base || base[0] != '/' || (base != kPrivateSpillBase && strcmp(base, kPrivateSpillBase) == 0))
+            continue;
+        std::string path = base + name;
+        if (!mkdtemp(path.data())) { // mode 0700
+            last.why_unusable = "cannot create a private directory in " + std::string(base) + " (" +
+                                strerror(errno) + ")";
+            continue;
+        }
+        last = open_spill_dir(path, allow_tmpfs);
+        if (last.usable) return last;
+        if (last.fd >= 0) close(last.fd);
+        last.fd = -1;
+        rmdir(path.c_str());
+    }
+    return last;
 }
 
 bool spill_dir_refusal_is_fatal(const SpillDir &d, bool policy_needs_disk) {

@@ -86,7 +86,7 @@ static void start() {
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;
     SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",
-            (unsigned long long)s->threshold, policy_name(s->policy), s->spill_dir.c_str(),
+            (unsigned long long)s->threshold, policy_name(s->policy), spill_dir_path().c_str(),
             disk_usable() ? "" : " (unusable)");
 }
 

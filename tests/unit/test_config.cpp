@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -17,7 +18,8 @@ TEST_CASE("defaults are the documented ones") {
     Settings s;
     CHECK(s.threshold == 64ull << 20);
     CHECK(s.policy == Policy::auto_);
-    CHECK(s.spill_dir == "/var/tmp/spillway");
+    CHECK(s.spill_dir == "/var/tmp/spillway-" + std::to_string(geteuid())); // one per user
+    CHECK_FALSE(s.spill_dir_given);
     CHECK_FALSE(s.allow_tmpfs);
     CHECK(s.memory_reserve == 256ull << 20);
     CHECK(s.log_level == LogLevel::warn);
@@ -62,6 +64,7 @@ policy = "anon"
     CHECK(s.threshold == 2ull << 20);
     CHECK(s.policy == Policy::disk);
     CHECK(s.spill_dir == "/data/spill");
+    CHECK(s.spill_dir_given);
     CHECK(s.allow_tmpfs);
     CHECK(s.dedicated_min == 1ull << 30);
     CHECK(s.memory_reserve == 1ull << 30);
@@ -131,6 +134,7 @@ TEST_CASE("environment variables override single settings") {
     Settings s;
     REQUIRE_FALSE(load_settings(s, lookup));
     CHECK(s.spill_dir == "/srv/spill");
+    CHECK(s.spill_dir_given);
     CHECK(s.threshold == 8ull << 20);
     CHECK(s.policy == Policy::memory);
     CHECK(s.log_level == LogLevel::info);

@@ -86,6 +86,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
 }
 
 bool spill_dir_is_fatal(const Settings &s, const SpillDir &d) {
+    if (spill_dir_falls_back(d, s.spill_dir_given)) return false; // the shim uses a private one
     return spill_dir_refusal_is_fatal(d, s.policy != Policy::memory && s.policy != Policy::anon);
 }
 

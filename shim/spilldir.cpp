@@ -17,13 +17,19 @@
 
 namespace spillway {
 
-static bool make_dirs(const std::string &path, std::string &why) {
+// Permission denied on the way to a directory: it is another user's (most
+// often inherited by a process that changed uid), not a typo to fix.
+static bool denied(int err) { return err == EACCES || err == EPERM; }
+
+static bool make_dirs(const std::string &path, std::string &why, bool &foreign) {
     // mkdir -p with 0700 for what we create; existing parents are left alone.
     for (size_t i = 1; i <= path.size(); i++) {
         if (i != path.size() && path[i] != '/') continue;
         std::string prefix = path.substr(0, i);
         if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-            why = "cannot create " + prefix + " (" + strerror(errno) + ")";
+            foreign = denied(errno);
+            why = "cannot create " + prefix + " (" + strerror(errno) + ")" +
+                  (foreign ? " as uid " + std::to_string(geteuid()) : "");
             return false;
         }
     }
@@ -34,9 +40,10 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     SpillDir d;
     d.path = path;
     while (d.path.size() > 1 && d.path.back() == '/') d.path.pop_back();
-    if (!make_dirs(d.path, d.why_unusable)) return d;
+    if (!make_dirs(d.path, d.why_unusable, d.foreign)) return d;
     struct stat st;
     if (lstat(d.path.c_str(), &st) != 0) {
+        d.foreign = denied(errno);
         d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) + ")";
         return d;
     }

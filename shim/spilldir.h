@@ -20,7 +20,7 @@ struct SpillDir {
     std::string path;
     bool usable = false;
     bool on_tmpfs = false;
-    bool foreign = false;     // it exists and belongs to another user
+    bool foreign = false;     // it belongs to another user, or this uid may not reach it
     std::string why_unusable; // one line, for the warning
 };
 

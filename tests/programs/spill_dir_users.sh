@@ -92,6 +92,11 @@ st=$(run setuid shim SPILLWAY_DIR=/var/tmp/rootspill /usr/bin/python3 "$work/par
 [ "$st" = 0 ] || fail "child after a uid change: status $st: $(cat "$work/setuid.err")"
 [ "$(warnings setuid)" = 1 ] || fail "child after a uid change: want one warning: $(cat "$work/setuid.err")"
 grep -q "owned by uid 0" "$work/setuid.err" || fail "child after a uid change: $(cat "$work/setuid.err")"
+# ... also when the inherited directory is inside one this uid may not enter.
+mkdir -m 0700 /var/tmp/rootonly
+st=$(run setuid2 shim SPILLWAY_DIR=/var/tmp/rootonly/spill /usr/bin/python3 "$work/parent.py" "$work/job.py")
+[ "$st" = 0 ] || fail "child after a uid change, locked dir: status $st: $(cat "$work/setuid2.err")"
+[ "$(warnings setuid2)" = 1 ] || fail "child after a uid change, locked dir: $(cat "$work/setuid2.err")"
 echo "child after a uid change: spilled to a private directory, one warning"
 
 # 4. A bad directory the user named is still theirs to fix: exit 78.

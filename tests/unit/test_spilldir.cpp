@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace spillway;
@@ -64,6 +65,21 @@ TEST_CASE("unsafe directories are refused with a reason") {
     CHECK_FALSE(d.usable);
     CHECK(d.why_unusable.find("owned by uid 65534") != std::string::npos);
     CHECK(d.foreign);
+
+    // Inside another user's private directory: this uid may not even look.
+    std::string locked = t.path + "/locked";
+    mkdir(locked.c_str(), 0700);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+        SpillDir inner = open_spill_dir(locked + "/spill", false);
+        _exit(!inner.usable && inner.foreign ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("which refusals fall back to a private directory") {

@@ -68,6 +68,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
         return d;
     }
     if (access(ancestor.c_str(), W_OK | X_OK) != 0) {
+        d.foreign = errno == EACCES || errno == EPERM; // as the shim judges it
         d.why_unusable = "cannot create " + missing + " (" + strerror(errno) + ")";
         return d;
     }

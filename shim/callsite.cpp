@@ -10,9 +10,9 @@
 #include "log.h"
 #include "profile.h"
 #include "size_parse.h"
+#include "symbols.h"
 
 #include <cstring>
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <mimalloc.h>
@@ -75,37 +75,17 @@ bool module_of(uintptr_t ip, const char **module, uintptr_t *offset) {
     return true;
 }
 
-std::string demangled(const char *name) {
-    int status = 0;
-    char *d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    std::string out = (status == 0 && d) ? d : name;
-    free(d);
-    return out;
-}
-
-// Function names of the site's frames, in order ("" when unknown). Uses a
-// cursor walk of the current stack, which contains the site's frames.
+// Function names of the site's frames, in order: exact, "name?" where the
+// name is only the nearest symbol below the address, "" when unknown
+// (symbols.h).
 std::vector<std::string> symbolize_current(const CallSite *site) {
     std::vector<std::string> names(site->depth);
-    unw_context_t ctx;
-    unw_cursor_t cursor;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return names;
-    unsigned next = 0;
-    for (int steps = 0; steps < 256 && next < site->depth && unw_step(&cursor) > 0; steps++) {
-        unw_word_t ip = 0;
-        unw_get_reg(&cursor, UNW_REG_IP, &ip);
-        if ((uintptr_t)ip != site->frames[next]) continue;
-        char buf[512];
-        unw_word_t off = 0;
-        if (unw_get_proc_name(&cursor, buf, sizeof buf, &off) == 0) names[next] = demangled(buf);
-        next++;
-    }
-    // Frames the cursor did not reach: exported symbols via dladdr.
     for (unsigned i = 0; i < site->depth; i++) {
-        if (!names[i].empty()) continue;
         Dl_info info;
-        if (dladdr((void *)(site->frames[i] - 1), &info) && info.dli_sname)
-            names[i] = demangled(info.dli_sname);
+        struct link_map *map = nullptr;
+        if (!dladdr1((void *)(site->frames[i] - 1), &info, (void **)&map, RTLD_DL_LINKMAP) || !map) continue;
+        const char *path = (map->l_name && map->l_name[0]) ? map->l_name : "/proc/self/exe";
+        names[i] = symbol_text(symbol_for(path, map->l_addr, site->frames[i]));
     }
     return names;
 }
@@ -227,6 +207,7 @@ void callsite_init(const Settings &s) {
     exe[n > 0 ? n : 0] = 0;
     g_exe_name = new std::string(n > 0 ? base_name(exe) : "main");
     pyframes_init(s.python_depth);
+    if (strcmp(pyframes_mode(), "none") != 0) SPW_LOG(info, "python frames: %s", pyframes_mode());
     // libunwind itself is initialised on the first capture: it opens a pipe,
     // which a process that never allocates large must not be left holding.
 }

@@ -9,9 +9,10 @@
 //  * In a CPython process the innermost Python frames (pyframes.h) are part
 //    of the site: of its key as (code object, line), of its identity as
 //    "relpath:qualname" and line.
-//  * Symbol names are resolved once per site, on the cold path, from the
-//    live stack (unw_get_proc_name reads .symtab, so static functions of an
-//    unstripped program have names too); never on the warm path.
+//  * Symbol names are resolved once per site, on the cold path (symbols.h:
+//    the containing symbol from .symtab, a debug file or .dynsym; a name
+//    that is only the nearest symbol below the address ends in "?"); never
+//    on the warm path.
 //  * CallSite objects live until exit (a job has a bounded number of sites).
 #pragma once
 

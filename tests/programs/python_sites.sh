@@ -65,3 +65,26 @@ EOF2
 out=$(run "$dir/pasted.toml")
 [ "$out" = "dataset=$DISK scatter=$MEMORY" ] || fail "rule pasted from spillway sites (${frame#python }): $out"
 echo "rule from spillway sites: ok (python = \"${frame#python }\")"
+
+# A native frame name as `spillway sites` prints it, pasted into a rule's
+# match, matches too; in Debian's stripped libc10 the caller of
+# c10::alloc_cpu has no symbol of its own, so its name is flagged "?".
+all=$("$cli" sites --frames 0 "$dir/profile.toml")
+name=$(printf '%s\n' "$all" | /usr/bin/python3 -c '
+import sys
+for line in sys.stdin:
+    for f in line.rstrip("\n").split(" <- "):
+        mod, _, name = f.partition(" ")
+        if mod.startswith("libc10.so") and name.endswith("?"):
+            print(name); sys.exit(0)
+sys.exit(1)') || fail "no libc10 frame flagged as a guessed name: $all"
+cat > "$dir/native.toml" <<EOF2
+[spill]
+dir = "$dir/spill"
+[[rule]]
+match = "$name"
+policy = "memory"
+EOF2
+out=$(run "$dir/native.toml")
+[ "$out" = "dataset=$MEMORY scatter=$MEMORY" ] || fail "rule with the native name pasted from spillway sites ($name): $out"
+echo "native rule from spillway sites: ok (match = \"${name:0:60}...\")"

@@ -1,4 +1,4 @@
-# python_sites.py — a PyTorch job with two 256 MiB tensors made by the same
+# python_sites.py — a PyTorch job with two 128 MiB tensors made by the same
 # native operator (torch.empty) on different Python lines: a dataset filled
 # front to back, and a scatter buffer written at random. Prints where each
 # landed (spillway_backing) so python_sites.sh can check Python rules and
@@ -9,7 +9,7 @@ import time
 
 import torch
 
-N = 64 << 20  # float32 elements: 256 MiB
+N = 32 << 20  # float32 elements: 128 MiB
 
 
 def load_dataset():
@@ -26,7 +26,7 @@ def make_scatter_buffer(writes):
 
 
 def main():
-    writes = int(sys.argv[1]) if len(sys.argv) > 1 else 30000
+    writes = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     backing = ctypes.CDLL(None).spillway_backing
     backing.argtypes = [ctypes.c_void_p]
     dataset = load_dataset()

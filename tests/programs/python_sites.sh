@@ -2,12 +2,13 @@
 # python_sites.sh LIB — Python call sites end to end with PyTorch: two
 # tensors from the same native operator (torch.empty) on different Python
 # lines are two sites, so
-#  1. a rule naming the scatter buffer's Python line puts it in memory and
-#     the dataset on disk;
-#  2. with no rule, run one learns the scatter site is random (profile and
-#     stats name its Python frames, and `spillway sites` prints them); run
-#     two places it in memory from its first byte;
-#  3. a rule written from what `spillway sites` prints matches that site.
+#  1. with no rule, run one learns the scatter site is random (the profile
+#     names its Python frames, and `spillway sites` prints them); run two
+#     places it in memory from its first byte;
+#  2. a rule naming the scatter buffer's Python line, as `spillway sites`
+#     prints it, puts it in memory and the dataset on disk (and the stats
+#     file names the frame);
+#  3. a native frame's name pasted from `spillway sites` matches too.
 set -euo pipefail
 lib=$1 cli=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,22 +19,6 @@ fail() { echo "python_sites: $*"; exit 1; }
 DISK=1 MEMORY=2
 line=$(grep -n "# the scatter site" "$prog" | cut -d: -f1)
 run() { env LD_PRELOAD="$lib" SPILLWAY_CONFIG="$1" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$prog"; }
-
-cat > "$dir/rules.toml" <<EOF2
-[spill]
-dir = "$dir/spill"
-[stats]
-file = "$dir/rules-stats.jsonl"
-[[rule]]
-python = "python_sites.py:make_scatter_buffer:$line"
-policy = "memory"
-access = "random"
-EOF2
-out=$(run "$dir/rules.toml")
-[ "$out" = "dataset=$DISK scatter=$MEMORY" ] || fail "with a python rule: $out"
-grep -q "\"python python_sites.py:make_scatter_buffer:$line\"" "$dir/rules-stats.jsonl" \
-    || fail "stats do not name the Python frame: $(cat "$dir/rules-stats.jsonl")"
-echo "python rule: ok ($out)"
 
 cat > "$dir/learn.toml" <<EOF2
 [spill]
@@ -55,15 +40,20 @@ sites=$("$cli" sites --frames 1 "$dir/profile.toml")
 echo "$sites" | grep -q "random .*python python_sites.py:make_scatter_buffer:" \
     || fail "spillway sites does not show the Python frame: $sites"
 frame=$(echo "$sites" | grep -o "python python_sites.py:make_scatter_buffer:[0-9]*" | head -1)
+[ "${frame#python }" = "python_sites.py:make_scatter_buffer:$line" ] || fail "unexpected frame text: $frame"
 cat > "$dir/pasted.toml" <<EOF2
 [spill]
 dir = "$dir/spill"
+[stats]
+file = "$dir/rules-stats.jsonl"
 [[rule]]
 python = "${frame#python }"
 policy = "memory"
 EOF2
 out=$(run "$dir/pasted.toml")
 [ "$out" = "dataset=$DISK scatter=$MEMORY" ] || fail "rule pasted from spillway sites (${frame#python }): $out"
+grep -q "\"python python_sites.py:make_scatter_buffer:$line\"" "$dir/rules-stats.jsonl" \
+    || fail "stats do not name the Python frame: $(cat "$dir/rules-stats.jsonl")"
 echo "rule from spillway sites: ok (python = \"${frame#python }\")"
 
 # A native frame name as `spillway sites` prints it, pasted into a rule's

@@ -3,6 +3,7 @@
 // GNU build-id note; every offset is checked against the file's size.
 #include "symbols.h"
 
+#include <atomic>
 #include <cstring>
 #include <cxxabi.h>
 #include <elf.h>
@@ -119,34 +120,72 @@ std::string demangled(const char *name) {
     return out;
 }
 
-} // namespace
-
-SymbolName symbol_for(const char *path, uintptr_t load_bias, uintptr_t ip) {
-    SymbolName out;
+// Mapped objects (and their debug files), kept for the life of the process
+// so a module's pages are faulted in once, not once per frame. Slots are
+// claimed with a CAS and published when filled, so lookups take no lock
+// (and a fork cannot leave one held); a full cache or a slot still being
+// filled by another thread means a private mapping for this one lookup.
+struct Image {
+    std::atomic<int> state{0}; // 0 free, 1 being filled, 2 ready
+    char path[256] = {0};
     Mapped file, debug;
-    if (!path || !*path || !map_elf(path, file)) return out;
-    uint64_t addr = (uint64_t)(ip - 1 - load_bias);
-    Best best;
-    const Mapped *full = &file;
-    const ElfW(Shdr) *symtab = section_of_type(file, SHT_SYMTAB);
-    if (!symtab) {
-        std::string debug_path = debug_file_of(file);
-        if (!debug_path.empty() && map_elf(debug_path.c_str(), debug)) {
-            symtab = section_of_type(debug, SHT_SYMTAB);
-            full = &debug;
+    const ElfW(Shdr) *symtab = nullptr, *dynsym = nullptr;
+    const Mapped *full = nullptr; // the mapping that holds symtab
+};
+constexpr int kImages = 48;
+Image g_images[kImages];
+
+void fill(Image &im, const char *path) {
+    if (!map_elf(path, im.file)) return;
+    im.full = &im.file;
+    im.symtab = section_of_type(im.file, SHT_SYMTAB);
+    im.dynsym = section_of_type(im.file, SHT_DYNSYM);
+    if (!im.symtab) {
+        std::string debug_path = debug_file_of(im.file);
+        if (!debug_path.empty() && map_elf(debug_path.c_str(), im.debug)) {
+            im.symtab = section_of_type(im.debug, SHT_SYMTAB);
+            im.full = &im.debug;
         }
     }
-    if (symtab) scan(*full, symtab, addr, best);
+}
+
+SymbolName lookup(const Image &im, uint64_t addr) {
+    SymbolName out;
+    if (!im.file.data) return out;
+    Best best;
+    if (im.symtab) scan(*im.full, im.symtab, addr, best);
     // Both tables: a full table wins when it has the containing symbol; a
     // dynamic symbol may still contain an address the full table lacks.
     Best dyn;
-    if (!best.exact)
-        if (const ElfW(Shdr) *dynsym = section_of_type(file, SHT_DYNSYM)) scan(file, dynsym, addr, dyn);
+    if (!best.exact && im.dynsym) scan(im.file, im.dynsym, addr, dyn);
     if (dyn.exact || (dyn.name && (!best.name || dyn.start > best.start))) best = dyn;
     if (!best.name) return out;
     out.name = demangled(best.name);
     out.guess = !best.exact;
     return out;
+}
+
+} // namespace
+
+SymbolName symbol_for(const char *path, uintptr_t load_bias, uintptr_t ip) {
+    if (!path || !*path) return {};
+    uint64_t addr = (uint64_t)(ip - 1 - load_bias);
+    bool cacheable = strlen(path) < sizeof(Image::path);
+    for (Image &im : g_images) {
+        int state = im.state.load(std::memory_order_acquire);
+        if (state == 2 && strcmp(im.path, path) == 0) return lookup(im, addr);
+        if (state == 0 && cacheable) {
+            int expected = 0;
+            if (!im.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+            strcpy(im.path, path);
+            fill(im, path);
+            im.state.store(2, std::memory_order_release);
+            return lookup(im, addr);
+        }
+    }
+    Image once; // cache full: map for this lookup only
+    fill(once, path);
+    return lookup(once, addr);
 }
 
 std::string symbol_text(const SymbolName &s) { return s.name.empty() ? "" : s.guess ? s.name + "?" : s.name; }

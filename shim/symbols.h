@@ -10,8 +10,9 @@
 //    only a guess: it is returned flagged, and printed with a trailing "?".
 //  * module+offset stays the identity of a frame; names are for people and
 //    for rules, and a rule matches the name as printed (with the "?").
-//  * Cold path only (a site seen for the first time): opens and maps the
-//    object file read-only, scans its symbols, unmaps it; takes no lock.
+//  * Cold path only (a site seen for the first time): maps each object file
+//    read-only once (kept for the process's life, up to 48 objects) and
+//    scans its symbols; takes no lock.
 #pragma once
 
 #include <cstdint>

@@ -10,9 +10,9 @@
 #include "log.h"
 #include "profile.h"
 #include "size_parse.h"
+#include "symbols.h"
 
 #include <cstring>
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <mimalloc.h>
@@ -75,37 +75,17 @@ bool module_of(uintptr_t ip, const char **module, uintptr_t *offset) {
     return true;
 }
 
-std::string demangled(const char *name) {
-    int status = 0;
-    char *d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    std::string out = (status == 0 && d) ? d : name;
-    free(d);
-    return out;
-}
-
-// Function names of the site's frames, in order ("" when unknown). Uses a
-// cursor walk of the current stack, which contains the site's frames.
+// Function names of the site's frames, in order: exact, "name?" where the
+// name is only the nearest symbol below the address, "" when unknown
+// (symbols.h).
 std::vector<std::string> symbolize_current(const CallSite *site) {
     std::vector<std::string> names(site->depth);
-    unw_context_t ctx;
-    unw_cursor_t cursor;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return names;
-    unsigned next = 0;
-    for (int steps = 0; steps < 256 && next < site->depth && unw_step(&cursor) > 0; steps++) {
-        unw_word_t ip = 0;
-        unw_get_reg(&cursor, UNW_REG_IP, &ip);
-        if ((uintptr_t)ip != site->frames[next]) continue;
-        char buf[512];
-        unw_word_t off = 0;
-        if (unw_get_proc_name(&cursor, buf, sizeof buf, &off) == 0) names[next] = demangled(buf);
-        next++;
-    }
-    // Frames the cursor did not reach: exported symbols via dladdr.
     for (unsigned i = 0; i < site->depth; i++) {
-        if (!names[i].empty()) continue;
         Dl_info info;
-        if (dladdr((void *)(site->frames[i] - 1), &info) && info.dli_sname)
-            names[i] = demangled(info.dli_sname);
+        struct link_map *map = nullptr;
+        if (!dladdr1((void *)(site->frames[i] - 1), &info, (void **)&map, RTLD_DL_LINKMAP) || !map) continue;
+        const char *path = (map->l_name && map->l_name[0]) ? map->l_name : "/proc/self/exe";
+        names[i] = symbol_text(symbol_for(path, map->l_addr, site->frames[i]));
     }
     return names;
 }
@@ -117,22 +97,43 @@ const char *name_of(const CallSite *site, unsigned frame) {
     return n;
 }
 
-void store_names(CallSite *site, const std::vector<std::string> &names) {
+char *pack_names(const std::vector<std::string> &names) {
     size_t total = 0;
     for (const std::string &n : names) total += n.size() + 1;
     char *buf = (char *)mi_malloc(total ? total : 1);
-    if (!buf) return;
+    if (!buf) return nullptr;
     char *at = buf;
     for (const std::string &n : names) {
         memcpy(at, n.c_str(), n.size() + 1);
         at += n.size() + 1;
     }
-    site->names = buf;
+    return buf;
+}
+
+void store_names(CallSite *site, const std::vector<std::string> &names) { site->names = pack_names(names); }
+
+// The Python frame texts of a site, in order ("relpath:qualname:line").
+const char *py_name_of(const CallSite *site, unsigned frame) {
+    if (!site->py_names) return "";
+    const char *n = site->py_names;
+    for (unsigned i = 0; i < frame; i++) n += strlen(n) + 1;
+    return n;
+}
+
+// A rule's python glob must match one of the Python frames, and its native
+// keys (if any) one of the native frames.
+bool python_part_matches(const Rule &rule, const CallSite *site) {
+    if (rule.python.empty()) return true;
+    for (unsigned i = 0; i < site->py.depth; i++)
+        if (pyframe_matches(rule.python, py_name_of(site, i))) return true;
+    return false;
 }
 
 const Rule *match_rule(const CallSite *site) {
     if (g_settings->rules.empty()) return nullptr;
     for (const Rule &rule : g_settings->rules) {
+        if (!python_part_matches(rule, site)) continue;
+        if (rule.match.empty() && rule.module.empty()) return &rule;
         for (unsigned i = 0; i < site->depth; i++) {
             const char *module = "";
             uintptr_t offset = 0;
@@ -146,13 +147,25 @@ const Rule *match_rule(const CallSite *site) {
     return nullptr;
 }
 
-CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth) {
+CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth, const PyStack &py) {
     void *mem = mi_zalloc(sizeof(CallSite));
     if (!mem) return nullptr;
     CallSite *site = new (mem) CallSite();
     site->key = key;
     site->depth = depth;
     uint64_t identity = 0xcbf29ce484222325ull;
+    site->py = py;
+    if (py.depth) {
+        std::vector<std::string> texts;
+        for (unsigned i = 0; i < py.depth; i++) {
+            texts.push_back(pyframes_text(py, i));
+            // Line apart from "relpath:qualname", like offset apart from module.
+            const std::string &t = texts.back();
+            size_t colon = t.rfind(':');
+            identity = identity_hash_step(identity, t.substr(0, colon).c_str(), (uintptr_t)py.frames[i].line);
+        }
+        site->py_names = pack_names(texts);
+    }
     for (unsigned i = 0; i < depth; i++) {
         site->frames[i] = frames[i];
         const char *module = "?";
@@ -193,6 +206,8 @@ void callsite_init(const Settings &s) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     g_exe_name = new std::string(n > 0 ? base_name(exe) : "main");
+    pyframes_init(s.python_depth);
+    if (strcmp(pyframes_mode(), "none") != 0) SPW_LOG(info, "python frames: %s", pyframes_mode());
     // libunwind itself is initialised on the first capture: it opens a pipe,
     // which a process that never allocates large must not be left holding.
 }
@@ -215,18 +230,21 @@ CallSite *callsite_capture() {
         frames[i] = (uintptr_t)raw[first + i];
         key = mix(key, frames[i]);
     }
+    PyStack py;
+    pyframes_capture(py);
+    key = pyframes_mix(key, py);
     std::atomic<CallSite *> &bucket = g_buckets[key % kBuckets];
     CallSite *site = bucket.load(std::memory_order_acquire);
     for (; site; site = site->next)
         if (site->key == key && site->depth == depth &&
-            memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+            memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0 && pyframes_equal(site->py, py))
             break;
     if (!site) {
-        CallSite *fresh = create_site(key, frames, depth);
+        CallSite *fresh = create_site(key, frames, depth, py);
         std::lock_guard<std::mutex> guard(g_insert_lock);
         for (site = bucket.load(std::memory_order_acquire); site; site = site->next)
             if (site->key == key && site->depth == depth &&
-                memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+                memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0 && pyframes_equal(site->py, py))
                 break;
         if (!site && fresh) {
             fresh->next = bucket.load(std::memory_order_relaxed);
@@ -262,13 +280,20 @@ static std::string frame_text(const CallSite *site, unsigned i) {
     return out;
 }
 
+// Python frames first (innermost first), then the native ones: "python
+// relpath:qualname:line", written as a rule's python key takes it.
+static std::vector<std::string> frame_texts(const CallSite *site, unsigned max_frames) {
+    std::vector<std::string> out;
+    for (unsigned i = 0; i < site->py.depth && out.size() < max_frames; i++)
+        out.push_back(std::string("python ") + py_name_of(site, i));
+    for (unsigned i = 0; i < site->depth && out.size() < max_frames; i++) out.push_back(frame_text(site, i));
+    return out;
+}
+
 std::string callsite_describe(const CallSite *site, unsigned max_frames) {
     if (!site) return "call site unknown";
     std::string out;
-    for (unsigned i = 0; i < site->depth && i < max_frames; i++) {
-        if (i) out += " <- ";
-        out += frame_text(site, i);
-    }
+    for (const std::string &f : frame_texts(site, max_frames)) out += (out.empty() ? "" : " <- ") + f;
     return out;
 }
 
@@ -300,9 +325,10 @@ std::string callsite_stats_json() {
                  s->rule ? s->rule->line : 0, s->classified_after_ns.load() / 1e6);
         out += head;
         out += "\"evidence\":" + json_string(s->evidence) + ",\"frames\":[";
-        for (unsigned i = 0; i < s->depth && i < 8; i++) {
-            if (i) out += ",";
-            out += json_string(frame_text(s, i));
+        bool first_frame = true;
+        for (const std::string &f : frame_texts(s, 8 + s->py.depth)) {
+            out += (first_frame ? "" : ",") + json_string(f);
+            first_frame = false;
         }
         out += "]}";
     }

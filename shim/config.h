@@ -28,6 +28,7 @@ const char *access_name(Access a);
 struct Rule {
     std::string match;  // glob against function names of the captured frames
     std::string module; // glob against the object file's base name
+    std::string python; // glob against "relpath:qualname[:line]" of the Python frames
     Policy policy = Policy::auto_;
     Access access = Access::unknown; // optional hint: sets advice and auto's choice
     int line = 0;
@@ -54,6 +55,7 @@ struct Settings {
     std::string profile_file;
     bool callsites = true;
     unsigned callsite_depth = 12;
+    unsigned python_depth = 4; // innermost Python frames per site; 0: native only
     bool learn = true;
     bool shm_redirect = true;
     uint64_t shm_min = 64ull << 20;

@@ -7,7 +7,7 @@
 #            <repo>/build-bench), --spill-dir DIR (default /var/tmp/spillway-bench,
 #            must be on a disk filesystem), --rounds N (small-path rounds),
 #            --only SECTION[,SECTION]
-#            (small, large, callsite, control, limit), --shim LIB (measure an
+#            (small, large, callsite, pycallsite, control, limit), --shim LIB (measure an
 #            already built libspillway.so instead of building this tree's),
 #            --out DIR (where results.csv, RESULTS.md and the plots go; default
 #            tests/bench)
@@ -24,6 +24,8 @@
 #   large     large-allocation path by backing: first-byte latency, first-touch
 #             sequential write (warm and after idle), random 8-byte writes, free()
 #   callsite  call-site capture + decision cost per large allocation
+#   pycallsite Python call-site capture on/off per large allocation
+#             (numpy and torch, tests/bench/pycallsite.py)
 #   control   spillway_residency / spillway_release_page_cache cost
 #   limit     a sequential job writing 4x a cgroup-v1 memory limit, with and
 #             without the shim (needs root and /sys/fs/cgroup/memory)
@@ -37,7 +39,7 @@ MODE=full
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build-bench}
 SPILL=${SPILLWAY_BENCH_DIR:-/var/tmp/spillway-bench}
 ROUNDS=""
-ONLY="small,large,callsite,control,limit"
+ONLY="small,large,callsite,pycallsite,control,limit"
 SHIM_OVERRIDE=""
 RESULTS_DIR=$HERE
 while [ $# -gt 0 ]; do
@@ -306,6 +308,21 @@ if want callsite; then
             envs=(LD_PRELOAD="$SHIM" SPILLWAY_DIR="$SPILL" SPILLWAY_THRESHOLD=1MiB SPILLWAY_POLICY="${v%-*}")
             [ "${v#*-}" = off ] && envs+=(SPILLWAY_CONFIG="$OUT/callsites-off.toml")
             run_prog "${envs[@]}" -- "$BIN/callsite_bench" 1M "$CS_COUNT" "$v"
+        done
+    done
+fi
+
+# ---------------------------------------------------------------- Python call sites
+if want pycallsite; then
+    printf '[callsites]\npython_depth = 4\n' > "$OUT/py-on.toml"
+    printf '[callsites]\npython_depth = 0\n' > "$OUT/py-off.toml"
+    printf '[callsites]\nenabled = false\n' > "$OUT/sites-off.toml"
+    PY_COUNT=2000; [ "$MODE" = quick ] && PY_COUNT=500
+    for ((ROUND = 1; ROUND <= LARGE_ROUNDS; ROUND++)); do
+        log "Python call sites, round $ROUND/$LARGE_ROUNDS"
+        for v in $(rotate $((ROUND - 1)) py-on py-off sites-off); do
+            run_prog LD_PRELOAD="$SHIM" SPILLWAY_DIR="$SPILL" SPILLWAY_THRESHOLD=1MiB SPILLWAY_POLICY=anon \
+                SPILLWAY_CONFIG="$OUT/$v.toml" -- "$PYTHON" "$HERE/pycallsite.py" --child "$v" --count "$PY_COUNT"
         done
     done
 fi

@@ -17,7 +17,8 @@ from multiprocessing.reduction import ForkingPickler
 import torch
 
 import spillway
-from support import MiB, empty_spill_dir, eventually, file_cached_bytes, run_python, spill_dir
+from support import (MiB, MemoryCgroup, empty_spill_dir, eventually, file_cached_bytes, run_python,
+                     spill_dir)
 
 SHAPE = (1024, 1024)  # float32: 4 MiB, above the 1 MiB threshold, below [shm] min_size
 NBYTES = 4 * MiB
@@ -187,6 +188,40 @@ class AllocatePreshared(unittest.TestCase):
         self.assertEqual(t.data_ptr(), address)
         t.fill_(2.0)
         self.assertEqual(float(t.sum()), 2.0 * t.numel())
+
+
+class RandomAccessWithoutHeadroom(unittest.TestCase):
+    def test_a_file_is_the_checked_loudly_logged_fallback(self):
+        """allocate_preshared: 'With random_access=True a file is only the
+        checked, loudly-logged fallback for when memory will not hold the
+        tensor': in a child limited to 1 GiB by a memory cgroup, 768 MiB
+        (plus the shim's 256 MiB memory_reserve) does not fit, so it goes to
+        a spill file with MADV_RANDOM and a warning; 16 MiB still fits and
+        is shared memory."""
+        code = "\n".join([
+            "import torch, spillway",
+            "def vmflags(addr):",
+            "    owner = None",
+            "    for line in open('/proc/self/smaps'):",
+            "        head = line.split()[0]",
+            "        if '-' in head and not head.endswith(':'):",
+            "            low, high = (int(v, 16) for v in head.split('-'))",
+            "            owner = low <= addr < high",
+            "        elif owner and line.startswith('VmFlags:'):",
+            "            return line.split()[1:]",
+            "small = spillway.allocate_preshared((4 << 20,), torch.float32, random_access=True)",
+            "big = spillway.allocate_preshared((192 << 20,), torch.float32, random_access=True)",
+            "print(spillway.is_disk_backed(small), small.is_shared(),",
+            "      spillway.is_disk_backed(big), big.is_shared(), 'rr' in vmflags(big.data_ptr()))",
+        ])
+        cgroup = MemoryCgroup(1 << 30)
+        try:
+            status, out, err = run_python(code, preexec_fn=cgroup.join)
+        finally:
+            cgroup.close()
+        self.assertEqual(status, 0, err)
+        self.assertEqual(out.split(), ["False", "True", "True", "False", "True"])
+        self.assertIn("went to a spill file because the cgroup has no headroom", err)
 
 
 class SpillTensorToDisk(unittest.TestCase):

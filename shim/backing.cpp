@@ -250,9 +250,9 @@ void close_spill_file(SpillFile *f) {
     mi_free(f);
 }
 
-int back_disk(Region *r) {
+static int back_disk_in(Region *r, bool own_file) {
     if (!disk_usable()) return ENOENT;
-    if (r->map_len >= g_dedicated_min) {
+    if (own_file || r->map_len >= g_dedicated_min) {
         SpillFile *f = nullptr;
         if (int err = new_dedicated_disk_file(r->map_len, &f)) return err;
         if (int err = map_shared(r->start, r->map_len, f->fd, 0)) {
@@ -278,6 +278,9 @@ int back_disk(Region *r) {
     r->backing = Backing::disk;
     return 0;
 }
+
+int back_disk(Region *r) { return back_disk_in(r, false); }
+int back_disk_own_file(Region *r) { return back_disk_in(r, true); }
 
 int back_memory(Region *r) {
     int err = 0;

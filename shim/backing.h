@@ -55,6 +55,9 @@ const std::string &spill_dir_path();
 // Gives r (start, map_len set) the requested backing and maps it RW.
 // Returns 0, or an errno; on error nothing is mapped and nothing is leaked.
 int back_disk(Region *r);
+// The same in a spill file of the region's own, whatever its size (so that
+// naming it later, for another process, moves nothing).
+int back_disk_own_file(Region *r);
 int back_memory(Region *r);
 int back_anon(Region *r);
 

@@ -58,8 +58,10 @@ static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; 
 // warning line that names the reason. Returns 0 or errno (nothing mapped).
 static int place(Region *r, const Decision &d) {
     int err = 0;
+    if (d.backing == Backing::none) return ENOENT; // a file was required and none can be had
     if (d.backing == Backing::disk) {
-        if (!(err = back_disk(r))) return 0;
+        if (!(err = d.own_file ? back_disk_own_file(r) : back_disk(r))) return 0;
+        if (d.fallback == Backing::none) return err; // the caller required a file: it falls back itself
         Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
         stats_on_fallback(why);
         if (r->site) r->site->fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -127,6 +129,12 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
             arena::give_back(start, r->va_len);
         }
         region_delete(r);
+        if (d.fallback == Backing::none) { // spillway_alloc_disk: the caller has its own fallback
+            SPW_LOG(debug, "no spill file for a %zu-byte allocation that requires one (%s)", size,
+                    strerror(err));
+            errno = err;
+            return nullptr;
+        }
         SPW_LOG(warn, "no memory for a %zu-byte allocation (%s)", size, strerror(err));
         errno = ENOMEM;
         return nullptr;

@@ -32,3 +32,20 @@ TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal")
                  "alloc_backing=0\n"
                  "map=null errno=38\n");
 }
+
+TEST_CASE("with the shim inactive, REQUIRE_DISK and the reference API's queries refuse") {
+    SpawnOptions limited;
+    limited.before_exec = [] {
+        struct rlimit as = {size_t(32) << 30, size_t(32) << 30};
+        setrlimit(RLIMIT_AS, &as);
+    };
+    int status = -1;
+    std::string out = run_helper({"inactive-queries"}, &status, limited);
+    INFO(out);
+    REQUIRE(status == 0);
+    CHECK(out == "require_disk=null errno=38\n"
+                 "threshold_is_max=1\n"
+                 "can_spill=0\n"
+                 "memory_fits=-38\n"
+                 "region=-22\n");
+}

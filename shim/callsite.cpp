@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "size_parse.h"
 #include "symbols.h"
+#include "unwind_lazy.h"
 
 #include <cstring>
 #include <dlfcn.h>
@@ -215,8 +216,10 @@ void callsite_init(const Settings &s) {
 CallSite *callsite_capture() {
     if (t_capturing || !g_settings) return nullptr;
     t_capturing = true;
-    static std::once_flag unwinder_ready;
-    std::call_once(unwinder_ready, [] { unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD); });
+    if (!unwind_ready()) { // loaded here, at the first capture (unwind_lazy.h)
+        t_capturing = false;
+        return nullptr;
+    }
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
     int first = 0;

@@ -7,7 +7,7 @@
 #            <repo>/build-bench), --spill-dir DIR (default /var/tmp/spillway-bench,
 #            must be on a disk filesystem), --rounds N (small-path rounds),
 #            --only SECTION[,SECTION]
-#            (small, large, callsite, pycallsite, control, limit), --shim LIB (measure an
+#            (small, startup, large, callsite, pycallsite, control, limit), --shim LIB (measure an
 #            already built libspillway.so instead of building this tree's),
 #            --out DIR (where results.csv, RESULTS.md and the plots go; default
 #            tests/bench)
@@ -23,6 +23,8 @@
 #             peak RSS)
 #   large     large-allocation path by backing: first-byte latency, first-touch
 #             sequential write (warm and after idle), random 8-byte writes, free()
+#   startup   /bin/true under the shim against bare mimalloc, interleaved
+#             pairs in one run (startup_pairs): median wall and CPU ratio
 #   callsite  call-site capture + decision cost per large allocation
 #   pycallsite Python call-site capture on/off per large allocation
 #             (numpy and torch, tests/bench/pycallsite.py)
@@ -39,7 +41,7 @@ MODE=full
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build-bench}
 SPILL=${SPILLWAY_BENCH_DIR:-/var/tmp/spillway-bench}
 ROUNDS=""
-ONLY="small,large,callsite,pycallsite,control,limit"
+ONLY="small,startup,large,callsite,pycallsite,control,limit"
 SHIM_OVERRIDE=""
 RESULTS_DIR=$HERE
 while [ $# -gt 0 ]; do
@@ -96,7 +98,7 @@ mkdir -p "$OUT"
 # Only what the suite needs: the shim, and the benchmark programs when
 # tests/meson.build includes 'bench' (never the whole tree: other suites'
 # work in progress must not stop a benchmark run).
-PROGS="larson xmalloc cache_scratch runstat large_bench seqjob cgrun callsite_bench"
+PROGS="larson xmalloc cache_scratch runstat large_bench seqjob cgrun callsite_bench startup_pairs"
 TARGETS=(shim/libspillway.so.0)
 MESON_BENCH=0
 if [ -f "$BUILD/build.ninja" ] && grep -q '^build tests/bench/callsite_bench:' "$BUILD/build.ninja"; then
@@ -251,6 +253,17 @@ if want small; then
             done
         done
     done
+fi
+
+# ---------------------------------------------------------------- start-up
+# Issue 14's goal: at most 1.1x bare mimalloc on /bin/true. One process per
+# run, A (spillway) and B (mimalloc) alternating; the ratio is per pair.
+if want startup; then
+    ROUND=1
+    log "start-up: /bin/true under spillway vs bare mimalloc, $((STARTS * 2)) pairs"
+    run_prog -- "$BIN/startup_pairs" -n $((STARTS * 2)) -e "SPILLWAY_DIR=$SPILL" \
+        "$SHIM" "${PRELOAD[mimalloc]}"
+    sed -i "s/^\($ROUND,startup\),A,/\1,spillway,/; s/^\($ROUND,startup\),B,/\1,mimalloc,/; s|^\($ROUND,startup\),A/B,|\1,spillway/mimalloc,|" "$CSV"
 fi
 
 # ---------------------------------------------------------------- large path

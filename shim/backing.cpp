@@ -366,6 +366,7 @@ void backing_after_fork_child() {
     g_disk_pool = nullptr;
     g_memory_pool = nullptr;
     new (&g_pool_lock) std::mutex();
+    new (&g_dir_lock) std::mutex(); // a thread opening the directory may be gone
     for (Region *r = registry_first(); r; r = r->next)
         if (r->file) r->file->foreign = true;
 }

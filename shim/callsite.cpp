@@ -19,6 +19,8 @@
 #include <mimalloc.h>
 #include <mutex>
 #include <new>
+#include <pthread.h>
+#include <ctime>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -34,6 +36,11 @@ bool g_need_names = false;
 std::atomic<CallSite *> g_buckets[kBuckets];
 std::atomic<CallSite *> g_all{nullptr};
 std::mutex g_insert_lock;
+// Held shared by every capture, exclusively by a fork's prepare handler
+// (fork_safety.h): no capture is inside libunwind when the child is made.
+pthread_rwlock_t g_capture_gate = PTHREAD_RWLOCK_INITIALIZER;
+thread_local bool t_gate_held __attribute__((tls_model("initial-exec"))) = false; // by this forking thread
+bool g_captures_off = false;  // a fork child made while a capture may have been in flight
 uintptr_t g_self_base = 0; // our own object: its frames are skipped
 uintptr_t g_self_end = 0;
 std::string *g_exe_name = nullptr;
@@ -214,12 +221,15 @@ void callsite_init(const Settings &s) {
 }
 
 CallSite *callsite_capture() {
-    if (t_capturing || !g_settings) return nullptr;
+    if (t_capturing || !g_settings || g_captures_off) return nullptr;
     t_capturing = true;
-    if (!unwind_ready()) { // loaded here, at the first capture (unwind_lazy.h)
+    if (!unwind_ready()) { // loaded here, at the first capture (unwind_lazy.h), outside the gate
         t_capturing = false;
         return nullptr;
     }
+    // Set before the gate is taken, as a signal handler on this thread sees it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    pthread_rwlock_rdlock(&g_capture_gate);
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
     int first = 0;
@@ -259,8 +269,39 @@ CallSite *callsite_capture() {
         }
         if (fresh) mi_free(fresh);
     }
+    pthread_rwlock_unlock(&g_capture_gate);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     t_capturing = false;
     return site;
+}
+
+bool callsite_fork_prepare() {
+    t_gate_held = false;
+    if (t_capturing) return false; // a signal handler forking from inside a capture
+    // Bounded: a capture can wait for the loader's lock (dladdr), and a
+    // thread holding that lock (a library constructor) may be the one
+    // forking. Past the bound the child simply captures no call sites.
+    timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 1;
+    t_gate_held = pthread_rwlock_clockwrlock(&g_capture_gate, CLOCK_MONOTONIC, &deadline) == 0;
+    return true;
+}
+
+void callsite_fork_parent() {
+    if (t_gate_held) pthread_rwlock_unlock(&g_capture_gate);
+    t_gate_held = false;
+}
+
+void callsite_after_fork_child() {
+    // Without the gate a capture may have been inside libunwind, holding the
+    // loader's dl_iterate_phdr lock, which glibc does not reset: never walk.
+    if (!t_gate_held) g_captures_off = true;
+    t_gate_held = false;
+    // Buckets and the all-sites list are published by single atomic stores:
+    // consistent whoever held these locks.
+    g_capture_gate = PTHREAD_RWLOCK_INITIALIZER;
+    new (&g_insert_lock) std::mutex();
 }
 
 CallSite *callsite_list() { return g_all.load(std::memory_order_acquire); }

@@ -65,6 +65,12 @@ CallSite *callsite_list();
 // Readable per-site summary (log level info and above).
 void callsite_log_summary();
 
+// Fork (fork_safety.h): prepare waits for captures in flight unless this
+// thread is inside one (false then); the child re-initialises the locks.
+bool callsite_fork_prepare();
+void callsite_fork_parent();
+void callsite_after_fork_child();
+
 // For tests and the profile: identity of a site from (module, offset) pairs.
 uint64_t identity_hash_step(uint64_t h, const char *module_base, uintptr_t offset);
 

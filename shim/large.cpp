@@ -29,6 +29,9 @@ namespace spillway {
 size_t g_large_threshold = SIZE_MAX;
 static const Settings *g_settings = nullptr;
 static size_t g_page = 4096;
+// Untrusted fork child (fork_safety.h): the arena and the reaper queue may
+// be half-updated by the frame a signal handler interrupted. Never touched.
+static bool g_untrusted = false;
 
 void large_init(const Settings &s) {
     g_settings = &s;
@@ -37,7 +40,7 @@ void large_init(const Settings &s) {
 }
 
 const Settings &large_settings() { return *g_settings; }
-bool large_active() { return g_settings && arena::g_size; }
+bool large_active() { return g_settings && arena::g_size && !g_untrusted; }
 
 static uint64_t monotonic_ns() {
     timespec ts;
@@ -81,7 +84,8 @@ static int place(Region *r, const Decision &d) {
 }
 
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
-    *use_small = false;
+    *use_small = g_untrusted;
+    if (g_untrusted) return nullptr;
     if (size > (size_t)PTRDIFF_MAX - 2 * arena::kGranule || align > (size_t(1) << 40)) {
         errno = ENOMEM;
         return nullptr;
@@ -184,6 +188,7 @@ void large_free(void *p) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
     if (r->freed.exchange(true, std::memory_order_acq_rel)) invalid_pointer("free", p);
+    if (g_untrusted) return; // stays mapped: retiring would touch the arena
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
     // must find no mapping left, and closing a named file frees no blocks,
@@ -317,17 +322,7 @@ void *large_realloc(void *p, size_t size) {
     return q;
 }
 
-void large_fork_prepare() {
-    reaper_fork_prepare();
-    large_lock().lock();
-}
-
-void large_fork_parent() {
-    large_lock().unlock();
-    reaper_fork_parent();
-}
-
-void large_fork_child() {
+void large_fork_child(bool trusted) {
     // Shared mappings would let this child's writes reach the parent: give
     // the child a private copy-on-write view of the same bytes instead.
     for (Region *r = registry_first(); r; r = r->next) {
@@ -343,8 +338,12 @@ void large_fork_child() {
         r->is_private = true;
     }
     backing_after_fork_child();
-    large_lock().unlock();
-    reaper_after_fork_child();
+    new (&large_lock()) std::mutex(); // whoever held it is gone (or is this thread, frozen)
+    if (!trusted) {
+        g_untrusted = true;
+        g_large_threshold = SIZE_MAX; // every new allocation takes the small path
+    }
+    reaper_after_fork_child(trusted);
     sampler_after_fork_child();
     stats_after_fork_child();
 }

@@ -1,6 +1,8 @@
 // rehome.cpp — see rehome.h.
 #include "rehome.h"
 
+#include "fork_safety.h"
+
 #include "backing.h"
 #include "log.h"
 #include "region.h"
@@ -174,6 +176,21 @@ int rehome_region(Region *r, SpillFile *dest) {
     r->advice = 0;
     advise_region(r, advice);
     return 0;
+}
+
+bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
+void rehome_fork_parent() { g_move_lock.unlock(); }
+
+void rehome_after_fork_child() {
+    new (&g_move_lock) std::mutex();
+    // A move this thread was making when a signal handler forked: the range
+    // is read-only and marked moving, and its mover never runs here. Give
+    // the child its region back writable (a write would otherwise wait in
+    // on_segv forever).
+    uintptr_t start = g_moving_start.load(), end = g_moving_end.load();
+    if (start && end > start) mprotect((void *)start, end - start, PROT_READ | PROT_WRITE);
+    g_moving_start.store(0);
+    g_moving_end.store(0);
 }
 
 } // namespace spillway

@@ -29,4 +29,11 @@ struct SpillFile;
 // dest over r. The caller has looked r up and owns dest. 0 or -errno.
 int rehome_region(Region *r, SpillFile *dest);
 
+// Fork (fork_safety.h): prepare waits for a move in flight unless this
+// thread is the mover (returns false then); the child never waits for a
+// move that no thread of its own will finish.
+bool rehome_fork_prepare();
+void rehome_fork_parent();
+void rehome_after_fork_child();
+
 } // namespace spillway

@@ -14,6 +14,7 @@
 #include "callsite.h"
 #include "config.h"
 #include "fd_policy.h"
+#include "fork_safety.h"
 #include "large.h"
 #include "log.h"
 #include "profile.h"
@@ -82,7 +83,7 @@ static void start() {
     shm_init(*s);
     callsite_init(*s);
     profile_load(*s);
-    pthread_atfork(large_fork_prepare, large_fork_parent, large_fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;
     SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",

@@ -1,12 +1,14 @@
 /* phases.c — the phase benchmark of issue 12: what spilled data costs
  * against what the disk physically costs, one phase at a time.
  *
- *   phases floor --file PATH --size SIZE [--reads N]
+ *   phases floor --file PATH --size SIZE [--reads N] [--keep | --reuse]
  *       The physical floor of the filesystem holding PATH: writes SIZE bytes
  *       with O_DIRECT (sequential write bandwidth, fdatasync included), then
- *       N random 4 KiB O_DIRECT reads (median and p90 latency), then one
- *       sequential O_DIRECT pass in 8 MiB blocks (read bandwidth). PATH is
- *       removed afterwards. Prints one line:
+ *       one sequential O_DIRECT pass in 8 MiB blocks (read bandwidth), then
+ *       N random 4 KiB O_DIRECT reads (median and p90 latency; the first
+ *       10% are a warm-up). PATH is removed afterwards unless --keep;
+ *       --reuse measures the reads of an existing PATH again without
+ *       writing it (seq_write_MBps=0). Prints one line:
  *         FLOOR lat_med_us=.. lat_p90_us=.. seq_read_MBps=.. seq_write_MBps=.. bytes=..
  *
  *   phases run --size SIZE [--rows N] [--batch N] [--seed N] [--label L]
@@ -139,9 +141,11 @@ static int cmp_u64(const void *a, const void *b) {
 static int floor_main(int argc, char **argv) {
     const char *path = NULL;
     uint64_t size = 1ull << 30;
-    int reads = 3000;
+    int reads = 3000, keep = 0, reuse = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--file") && i + 1 < argc) path = argv[++i];
+        else if (!strcmp(argv[i], "--keep")) keep = 1;
+        else if (!strcmp(argv[i], "--reuse")) keep = reuse = 1;
         else if (!strcmp(argv[i], "--size") && i + 1 < argc) size = parse_size(argv[++i]);
         else if (!strcmp(argv[i], "--reads") && i + 1 < argc) reads = atoi(argv[++i]);
         else {
@@ -155,7 +159,8 @@ static int floor_main(int argc, char **argv) {
         fprintf(stderr, "phases floor: give --file PATH and --size of at least 8M\n");
         return 2;
     }
-    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
+    int fd = reuse ? open(path, O_RDONLY | O_DIRECT | O_CLOEXEC)
+                   : open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0600);
     if (fd < 0) {
         fprintf(stderr, "phases floor: cannot open %s with O_DIRECT: %s\n", path, strerror(errno));
         return 2;
@@ -166,8 +171,13 @@ static int floor_main(int argc, char **argv) {
     for (size_t i = 0; i < block / 8; i++) ((uint64_t *)buf)[i] = rng_next(&seed);
     /* written, not fallocated: reading an unwritten extent returns zeros
      * without touching the disk */
+    struct stat st;
+    if (reuse && (fstat(fd, &st) != 0 || (uint64_t)st.st_size < size)) {
+        fprintf(stderr, "phases floor: %s is smaller than --size; create it without --reuse\n", path);
+        return 2;
+    }
     uint64_t t0 = now_ns();
-    for (uint64_t off = 0; off < size; off += block) {
+    for (uint64_t off = 0; !reuse && off < size; off += block) {
         buf[0] = (unsigned char)(off >> 23);
         if (pwrite(fd, buf, block, (off_t)off) != (ssize_t)block) {
             fprintf(stderr, "phases floor: write to %s failed: %s\n", path, strerror(errno));
@@ -175,8 +185,17 @@ static int floor_main(int argc, char **argv) {
             return 2;
         }
     }
-    fdatasync(fd);
-    double write_s = (now_ns() - t0) / 1e9;
+    if (!reuse) fdatasync(fd);
+    double write_s = reuse ? 0 : (now_ns() - t0) / 1e9;
+
+    t0 = now_ns();
+    for (uint64_t off = 0; off < size; off += block)
+        if (pread(fd, buf, block, (off_t)off) != (ssize_t)block) {
+            fprintf(stderr, "phases floor: read of %s failed: %s\n", path, strerror(errno));
+            if (!keep) unlink(path);
+            return 2;
+        }
+    double read_s = (now_ns() - t0) / 1e9;
 
     /* random 4 KiB reads; the first 10% warm the path up (VMs here hand idle
      * memory and queues back to the host) and are not counted */
@@ -188,26 +207,17 @@ static int floor_main(int argc, char **argv) {
         uint64_t a = now_ns();
         if (pread(fd, buf, 4096, (off_t)off) != 4096) {
             fprintf(stderr, "phases floor: read of %s failed: %s\n", path, strerror(errno));
-            unlink(path);
+            if (!keep) unlink(path);
             return 2;
         }
         if (i >= warm) lat[i - warm] = now_ns() - a;
     }
     qsort(lat, (size_t)reads, sizeof *lat, cmp_u64);
     double med_us = lat[reads / 2] / 1e3, p90_us = lat[reads * 9 / 10] / 1e3;
-
-    t0 = now_ns();
-    for (uint64_t off = 0; off < size; off += block)
-        if (pread(fd, buf, block, (off_t)off) != (ssize_t)block) {
-            fprintf(stderr, "phases floor: read of %s failed: %s\n", path, strerror(errno));
-            unlink(path);
-            return 2;
-        }
-    double read_s = (now_ns() - t0) / 1e9;
     close(fd);
-    unlink(path);
+    if (!keep) unlink(path);
     printf("FLOOR lat_med_us=%.1f lat_p90_us=%.1f seq_read_MBps=%.0f seq_write_MBps=%.0f bytes=%llu\n",
-           med_us, p90_us, size / read_s / 1e6, size / write_s / 1e6, (unsigned long long)size);
+           med_us, p90_us, size / read_s / 1e6, write_s > 0 ? size / write_s / 1e6 : 0, (unsigned long long)size);
     free(lat);
     free(buf);
     return 0;

@@ -6,7 +6,6 @@
 
 LIB_TAG=spillway-phasebench-$$
 LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
-LIB_CGROUPS=()
 
 lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -54,7 +53,6 @@ lib_cgroup() {
             [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
         fi
     fi
-    LIB_CGROUPS+=("$cg")
     echo "$cg"
 }
 
@@ -71,8 +69,13 @@ lib_rm_cgroup() {
 }
 
 lib_cleanup() {
-    local cg
-    for cg in "${LIB_CGROUPS[@]}"; do [ -d "$cg" ] && lib_rm_cgroup "$cg"; done
+    local cg pid
+    # lib_cgroup runs in $(...): its cgroups are found by name, not remembered
+    for cg in /sys/fs/cgroup/memory/$LIB_TAG-* /sys/fs/cgroup/$LIB_TAG-*; do
+        [ -d "$cg" ] || continue
+        for pid in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+        lib_rm_cgroup "$cg"
+    done
     if [ -n "$LIB_DEV" ] && [ -n "$LIB_RA_OLD" ] && [ -e "/sys/block/$LIB_DEV/queue/read_ahead_kb" ]; then
         echo "$LIB_RA_OLD" > "/sys/block/$LIB_DEV/queue/read_ahead_kb" || true
     fi

@@ -106,11 +106,11 @@ END {
         k = keys[x]; split(k, p, SUBSEP)
         u = med(s[k, "unconstrained"]); w = med(s[k, "shim"]); f = med(mf[k]); d = med(dr[k])
         printf "| %s | %s | %.2f | %.2f | %.2fx | %d | %.0f MiB | %s |\n", p[1], p[2], u, w,
-               u > 0 ? w / u : 0, f, d / 1048576, f > 0 ? sprintf("%.0f KiB", d / f / 1024) : "-"
+               (u > 0 ? w / u : 0), f, d / 1048576, (f > 0 ? sprintf("%.0f KiB", d / f / 1024) : "-")
     }
     for (rr in rounds) { split(rr, q, SUBSEP); ra[q[1]] = 1
         tu[q[1]] = tu[q[1]] " " tot[q[1], q[2], "unconstrained"]; ts[q[1]] = ts[q[1]] " " tot[q[1], q[2], "shim"] }
     for (r in ra) { u = med(tu[r]); w = med(ts[r])
-        printf "| %s | **whole job** | %.2f | %.2f | **%.2fx** | | | |\n", r, u, w, u > 0 ? w / u : 0 }
+        printf "| %s | **whole job** | %.2f | %.2f | **%.2fx** | | | |\n", r, u, w, (u > 0 ? w / u : 0) }
     for (f in failed) printf "\nFAILED: %s exited with status %s in some round\n", f, failed[f]
 }' "$REC"

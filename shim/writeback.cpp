@@ -136,7 +136,10 @@ unsigned writeback_pass(bool wait) {
 }
 
 void writeback_notice() {
-    if (g_started.load(std::memory_order_relaxed) || g_started.exchange(true)) return;
+    if (g_started.load(std::memory_order_relaxed)) return;
+    // Without a memory limit the kernel's flushers suffice: no thread (the
+    // next disk region asks again; headroom is cached for a few ms).
+    if (memory_headroom() == UINT64_MAX || g_started.exchange(true)) return;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

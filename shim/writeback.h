@@ -18,13 +18,14 @@
 // dirty-tagged pages are visited, so clean ranges cost a tree walk, not I/O,
 // and the call does not wait for the writes to finish).
 //
-// Invariants: the thread starts lazily (the first disk region), with every
+// Invariants: the thread starts lazily (the first disk region created while
+// a memory limit binds: a process without one never gets it), with every
 // signal blocked; it never holds the large lock during I/O (it copies the
 // ranges under the lock, each with a dup of the file's descriptor, so a
 // concurrent free can neither close the descriptor under it nor let it
 // write to a recycled one); it never writes a file a fork child inherited
 // (the parent's) or a region remapped private; a fork child starts its own
-// thread lazily. Without a memory limit it does nothing but poll once a second.
+// thread lazily. If the limit goes away it polls once a second.
 #pragma once
 
 #include <cstddef>
@@ -55,7 +56,7 @@ bool writeback_due(const DirtyFigures &f);
 unsigned writeback_pass(bool wait = false);
 
 // Called by the large path after a disk region was created: starts the
-// thread on first use.
+// thread on first use under a memory limit.
 void writeback_notice();
 void writeback_after_fork_child();
 

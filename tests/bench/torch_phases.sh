@@ -114,6 +114,7 @@ END {
     for (x = 1; x <= nk; x++) {
         k = keys[x]; split(k, p, SUBSEP)
         u = med(s[k, "unconstrained"]); w = med(s[k, "shim"]); f = med(mf[k]); d = med(dr[k])
+        if (s[k, "shim"] == "") { printf "| %s | %s | %.2f | not reached | | | | |\n", p[1], p[2], u; continue }
         mark = ""; pk = p[1] SUBSEP p[2] SUBSEP "shim"
         if (pk in partial) mark = sprintf(" (stopped, %.0f%% done)", 100 * partial[pk])
         printf "| %s | %s | %.2f | %s%.2f%s | %s%.2fx | %d | %.0f MiB | %s |\n", p[1], p[2], u,

@@ -13,6 +13,7 @@
 #include "sampler.h"
 #include "region.h"
 #include "stats.h"
+#include "writeback.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -180,6 +181,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         (map_len >= kNoReadaroundBelow ||
          (r->site && r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)))
         sampler_notice(); // learns the site's access, and keeps the region's advice current
+    if (r->backing == Backing::disk) writeback_notice(); // keeps its dirty pages few (writeback.h)
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -345,6 +347,7 @@ void large_fork_child(bool trusted) {
     }
     reaper_after_fork_child(trusted);
     sampler_after_fork_child();
+    writeback_after_fork_child();
     stats_after_fork_child();
 }
 

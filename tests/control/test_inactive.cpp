@@ -15,7 +15,7 @@ using namespace control_test;
 TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal") {
     SpawnOptions limited;
     limited.before_exec = [] {
-        struct rlimit as = {size_t(32) << 30, size_t(32) << 30}; // below the smallest arena
+        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
         setrlimit(RLIMIT_AS, &as);
     };
     int status = -1;

@@ -93,26 +93,26 @@ TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *run
                               bool overflow) {
     TickEvidence e;
     e.overflow = overflow;
+    // Within one present run, new pages separated only by pages that were
+    // already present are one island: a stream passing over pages left
+    // mapped by an earlier phase is still one stream.
     for (size_t r = 0; r < n_runs; r++) {
         uint64_t first = runs[r].first, end = first + runs[r].count;
         if (end > pages) end = pages;
-        uint64_t island = 0;
-        for (uint64_t i = first; i <= end; i++) {
-            bool is_new = i < end && !(bits && bit(bits, i));
-            if (is_new) {
-                island++;
-                continue;
-            }
-            if (island) {
-                e.new_pages += island;
-                e.new_islands++;
-                if (island > e.longest_new) {
-                    e.longest_new = island;
-                    e.longest_end = i;
-                    e.longest_start = i - island;
-                }
-                island = 0;
-            }
+        uint64_t fresh = 0, lo = 0, hi = 0;
+        for (uint64_t i = first; i < end; i++) {
+            if (bits && bit(bits, i)) continue;
+            if (!fresh) lo = i;
+            hi = i + 1;
+            fresh++;
+        }
+        if (!fresh) continue;
+        e.new_pages += fresh;
+        e.new_islands++;
+        if (fresh > e.longest_new) {
+            e.longest_new = fresh;
+            e.longest_start = lo;
+            e.longest_end = hi;
         }
     }
     if (bits) {

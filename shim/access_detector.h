@@ -31,10 +31,10 @@ struct PageRun {
 // What one tick saw, relative to the previous tick's presence bitmap.
 struct TickEvidence {
     uint64_t new_pages = 0;    // present now, absent at the last tick
-    uint64_t new_islands = 0;  // maximal runs of new pages
-    uint64_t longest_new = 0;  // pages in the longest new run
-    uint64_t longest_end = 0;  // page after the longest new run (a stream's front)
-    uint64_t longest_start = 0;
+    uint64_t new_islands = 0;  // present runs holding new pages (old present pages bridge)
+    uint64_t longest_new = 0;  // new pages in the island with the most
+    uint64_t longest_start = 0; // its first new page
+    uint64_t longest_end = 0;  // page after its last new page (a stream's front)
     bool overflow = false;     // too many runs to list: only a prefix was compared
 };
 

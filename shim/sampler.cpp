@@ -38,7 +38,7 @@ constexpr size_t kMaxTracks = 4096;
 constexpr size_t kMaxRuns = 16384;
 constexpr uint64_t kPage = 4096;
 // Read-ahead for a stream: 4 stream ticks' worth of its rate, at least
-// 8 MiB, at most 256 MiB and an eighth of the cgroup's limit (measured: a
+// 8 MiB, at most 256 MiB and a quarter of the cgroup's limit (measured: a
 // 256 MiB lead in a 128 MiB cgroup evicted the pages read ahead before the
 // reader got there, and the pass ran at a tenth of the disk's bandwidth).
 constexpr uint64_t kLeadNs = 4 * kStreamPeriodNs;
@@ -74,9 +74,11 @@ struct Track {
     uint64_t front = 0;          // a stream's front (page index)
     uint64_t rate = 0;           // its pages per second
     uint64_t prefetched_to = 0;  // read-ahead issued up to this page
+    uint64_t dropped_to = 0;     // paged out behind the stream up to this page
     bool streaming = false;
     unsigned idle_looks = 0;
-    bool fed = false; // read ahead of: only once the process reads from disk
+    bool fed = false;        // read ahead of: a re-read of written pages
+    uint64_t filled_to = 0;  // end of the furthest page ever seen present
 };
 
 Track *g_tracks = nullptr, *g_next_tracks = nullptr;
@@ -84,20 +86,6 @@ size_t g_track_count = 0;
 PageRun *g_runs = nullptr;
 uint64_t g_last_faults = 0;
 uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
-
-int g_io_fd = -1;
-bool g_reading = false; // the process read from disk since the last tick
-uint64_t g_last_read_bytes = 0;
-
-uint64_t process_read_bytes() {
-    if (g_io_fd < 0) g_io_fd = above_stdio(open("/proc/self/io", O_RDONLY | O_CLOEXEC));
-    char buf[512];
-    ssize_t n = g_io_fd < 0 ? -1 : pread(g_io_fd, buf, sizeof buf - 1, 0);
-    if (n <= 0) return 0;
-    buf[n] = 0;
-    const char *p = strstr(buf, "\nread_bytes: ");
-    return p ? strtoull(p + 13, nullptr, 10) : 0;
-}
 
 uint64_t process_faults() {
     rusage ru;
@@ -159,7 +147,11 @@ bool refresh_tracks(uint64_t now) {
 // and sets its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM
 // otherwise. One hold of the large lock.
 void publish(const Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
-    int want = t.streaming ? MADV_SEQUENTIAL : MADV_RANDOM;
+    // Kernel read-ahead only for a moving stream that does not read from
+    // disk (a fill over never-written blocks: large zeroed folios); a stream
+    // that reads gets the thread's read-ahead instead, so a fault outside it
+    // never reads more than its page, even before the switch is noticed.
+    int want = t.streaming && !t.fed && t.idle_looks < 2 ? MADV_SEQUENTIAL : MADV_RANDOM;
     std::lock_guard<std::mutex> guard(large_lock());
     Region *r = arena::region_at((const void *)t.start);
     if (!r || r->start != t.start || r->born_ns != t.born || r->freed.load()) return;
@@ -219,7 +211,7 @@ uint64_t lead_max_pages() {
     if (!cached) {
         MemoryFigures m = read_memory_figures();
         cached = kLeadMaxPages;
-        if (m.limited && m.limit / 8 / kPage < cached) cached = m.limit / 8 / kPage;
+        if (m.limited && m.limit / 4 / kPage < cached) cached = m.limit / 4 / kPage;
         if (cached < 256) cached = 256;
     }
     return cached;
@@ -240,6 +232,14 @@ void feed_stream(Track &t) {
     }
     g_prefetched.fetch_add((target - from) * kPage, std::memory_order_relaxed);
     t.prefetched_to = target;
+    // Drop behind: the pages a lead behind the front are clean page cache
+    // the reader is done with; reclaiming them here keeps the reader's own
+    // faults out of direct reclaim and the read-ahead from being evicted.
+    uint64_t behind = t.front > lead ? t.front - lead : 0;
+    if (behind > t.dropped_to) {
+        madvise((void *)(t.start + t.dropped_to * kPage), (behind - t.dropped_to) * kPage, MADV_PAGEOUT);
+        t.dropped_to = behind;
+    }
 }
 
 void look(Track &t, uint64_t now) {
@@ -253,6 +253,8 @@ void look(Track &t, uint64_t now) {
     bool first = t.last_look_ns == 0;
     uint64_t dt = first ? kPeriodNs : now - t.last_look_ns;
     TickEvidence e = compare_presence(t.bits, t.pages, g_runs, (size_t)n, overflow);
+    uint64_t filled_before = t.filled_to;
+    if (n > 0) t.filled_to = std::max(t.filled_to, g_runs[n - 1].first + g_runs[n - 1].count);
     t.last_look_ns = now;
     if (first) return; // what was present before we looked is not this tick's news
     Verdict v = classify_tick(e);
@@ -269,14 +271,17 @@ void look(Track &t, uint64_t now) {
         t.rate = same_stream ? (t.rate + rate) / 2 : rate;
         if (!same_stream) {
             t.prefetched_to = 0;
+            t.dropped_to = e.longest_start;
             t.fed = false;
         }
         t.streaming = true;
         t.idle_looks = 0;
     } else if (v == Verdict::random) {
         t.streaming = false; // scattered faults: stop reading ahead at once
-    } else if (t.streaming && ++t.idle_looks >= 5) {
-        t.streaming = false; // 5 looks without the stream moving: it stopped
+    } else if (t.streaming && e.new_pages) {
+        t.streaming = false; // new pages, but not where the stream was going
+    } else if (t.streaming && ++t.idle_looks >= 25) {
+        t.streaming = false; // ~0.5 s without the stream moving: it stopped
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue
     if (!t.streaming) {
@@ -288,11 +293,12 @@ void look(Track &t, uint64_t now) {
         t.verdict = v;
         learn_site(t.site, v, e, now - t.born);
     }
+    // Only a stream over pages written before reads from disk; one that
+    // extends the region's written part (a first fill of reserved blocks)
+    // needs no read-ahead, which would only fill the page cache with zeros
+    // ahead of the writer and page out what it just wrote.
+    if (t.streaming && !t.fed) t.fed = t.front + kLeadMinPages < filled_before;
     publish(t, v, changed, now, fault_rate);
-    // A stream that reads nothing from disk (a first fill of reserved,
-    // never-written blocks) needs no read-ahead: it would only fill the page
-    // cache with zeros ahead of the writer.
-    if (t.streaming && !t.fed) t.fed = g_reading;
     if (t.streaming && t.fed) feed_stream(t);
 }
 
@@ -305,9 +311,6 @@ uint64_t tick(uint64_t now) {
     for (size_t i = 0; i < g_track_count; i++) any_stream |= g_tracks[i].streaming;
     if (faults == g_last_faults && !any_stream) return kPeriodNs; // nothing moved
     g_last_faults = faults;
-    uint64_t read_bytes = process_read_bytes();
-    g_reading = read_bytes != g_last_read_bytes;
-    g_last_read_bytes = read_bytes;
     if (!refresh_tracks(now)) return kPeriodNs;
     any_stream = false;
     for (size_t i = 0; i < g_track_count; i++) {
@@ -359,9 +362,6 @@ void sampler_after_fork_child() {
     // The inherited descriptor reads the PARENT's page tables.
     if (g_pagemap >= 0) close(g_pagemap);
     g_pagemap = -1;
-    if (g_io_fd >= 0) close(g_io_fd);
-    g_io_fd = -1;
-    g_last_read_bytes = 0;
     // The parent's regions are private copies here: start from nothing.
     for (size_t i = 0; i < g_track_count; i++) drop_track(g_tracks[i]);
     g_track_count = 0;

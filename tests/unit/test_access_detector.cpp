@@ -117,3 +117,16 @@ TEST_CASE("presence is read from this process's page table") {
     munmap(p, pages * 4096);
     close(fd);
 }
+
+TEST_CASE("a stream over pages left present by an earlier phase is one island") {
+    auto bits = bitmap(4096);
+    PageRun old[] = {{120, 2}, {300, 5}, {333, 1}};
+    compare_presence(bits.data(), 4096, old, 3, false);
+    PageRun now[] = {{100, 400}};
+    TickEvidence e = compare_presence(bits.data(), 4096, now, 1, false);
+    CHECK(e.new_islands == 1);
+    CHECK(e.new_pages == 400 - 8);
+    CHECK(e.longest_start == 100);
+    CHECK(e.longest_end == 500);
+    CHECK(classify_tick(e) == Verdict::sequential);
+}

@@ -101,6 +101,10 @@ TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *run
         if (end > pages) end = pages;
         uint64_t fresh = 0, lo = 0, hi = 0;
         for (uint64_t i = first; i < end; i++) {
+            if (bits && (i & 63) == 0 && i + 64 <= end && bits[i >> 6] == ~0ull) {
+                i += 63; // 64 pages known present: the common case, one compare
+                continue;
+            }
             if (bits && bit(bits, i)) continue;
             if (!fresh) lo = i;
             hi = i + 1;

@@ -79,11 +79,13 @@ struct Track {
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
     uint64_t filled_to = 0;  // end of the furthest page ever seen present
+    int advice_published = -1;
+    uint32_t rate_published = UINT32_MAX;
 };
 
 Track *g_tracks = nullptr, *g_next_tracks = nullptr;
 size_t g_track_count = 0;
-PageRun *g_runs = nullptr;
+PageRun *g_runs = nullptr, *g_all_runs = nullptr;
 uint64_t g_last_faults = 0;
 uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
 
@@ -105,6 +107,7 @@ bool refresh_tracks(uint64_t now) {
         g_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
         g_next_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
         g_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
+        g_all_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
         if (!g_tracks || !g_next_tracks || !g_runs) return false;
     }
     size_t n = 0;
@@ -146,12 +149,15 @@ bool refresh_tracks(uint64_t now) {
 // Publishes the verdict on the live region (if it is still the one tracked)
 // and sets its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM
 // otherwise. One hold of the large lock.
-void publish(const Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
+void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     // Kernel read-ahead only for a moving stream that does not read from
     // disk (a fill over never-written blocks: large zeroed folios); a stream
     // that reads gets the thread's read-ahead instead, so a fault outside it
     // never reads more than its page, even before the switch is noticed.
-    int want = t.streaming && !t.fed && t.idle_looks < 2 ? MADV_SEQUENTIAL : MADV_RANDOM;
+    int want = t.streaming && !t.fed && t.pages * kPage >= kStreamAdviceFrom ? MADV_SEQUENTIAL : MADV_RANDOM;
+    if (!changed && want == t.advice_published && rate == t.rate_published) return; // no lock
+    t.advice_published = want;
+    t.rate_published = rate;
     std::lock_guard<std::mutex> guard(large_lock());
     Region *r = arena::region_at((const void *)t.start);
     if (!r || r->start != t.start || r->born_ns != t.born || r->freed.load()) return;
@@ -242,9 +248,14 @@ void feed_stream(Track &t) {
     }
 }
 
-void look(Track &t, uint64_t now) {
+// runs: this region's present runs (relative to its start), or null to
+// read them now.
+void look(Track &t, uint64_t now, const PageRun *runs, long n) {
     bool overflow = false;
-    long n = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
+    if (!runs) {
+        n = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
+        runs = g_runs;
+    }
     if (n < 0) return;
     if (!t.bits) {
         t.bits = (uint64_t *)mi_zalloc(((t.pages + 63) / 64) * 8);
@@ -252,9 +263,9 @@ void look(Track &t, uint64_t now) {
     }
     bool first = t.last_look_ns == 0;
     uint64_t dt = first ? kPeriodNs : now - t.last_look_ns;
-    TickEvidence e = compare_presence(t.bits, t.pages, g_runs, (size_t)n, overflow);
+    TickEvidence e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
     uint64_t filled_before = t.filled_to;
-    if (n > 0) t.filled_to = std::max(t.filled_to, g_runs[n - 1].first + g_runs[n - 1].count);
+    if (n > 0) t.filled_to = std::max(t.filled_to, runs[n - 1].first + runs[n - 1].count);
     t.last_look_ns = now;
     if (first) return; // what was present before we looked is not this tick's news
     Verdict v = classify_tick(e);
@@ -302,24 +313,57 @@ void look(Track &t, uint64_t now) {
     if (t.streaming && t.fed) feed_stream(t);
 }
 
+// A stream the thread reads ahead of, or one under MADV_SEQUENTIAL (whose
+// end must be noticed before random faults read megabytes), is looked at
+// every stream tick; everything else every 100 ms.
+bool needs_fast_looks(const Track &t) {
+    return t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom);
+}
+
 // One tick; returns the delay until the next.
 uint64_t tick(uint64_t now) {
     if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (g_pagemap < 0) return kPeriodNs;
     uint64_t faults = process_faults();
     bool any_stream = false;
-    for (size_t i = 0; i < g_track_count; i++) any_stream |= g_tracks[i].streaming;
+    for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
     if (faults == g_last_faults && !any_stream) return kPeriodNs; // nothing moved
     g_last_faults = faults;
     if (!refresh_tracks(now)) return kPeriodNs;
     any_stream = false;
+    // Many regions: one page-table walk over all of them (the arena's free
+    // space is unpopulated and costs the kernel nothing to skip), instead of
+    // one system call per region (measured: 1,000 regions of 4 MiB cost 2%
+    // of a core that way).
+    long all = -1;
+    bool overflow = false;
+    if (g_track_count > 8 && g_all_runs) {
+        const Track &last = g_tracks[g_track_count - 1];
+        uint64_t span = (last.start + last.pages * kPage - g_tracks[0].start) / kPage;
+        all = read_presence(g_pagemap, g_tracks[0].start, span, g_all_runs, kMaxRuns, &overflow);
+        if (overflow) all = -1;
+    }
+    size_t k = 0; // first run of g_all_runs not yet below the current track
     for (size_t i = 0; i < g_track_count; i++) {
         Track &t = g_tracks[i];
         // Between full ticks only streams are looked at (their front moves).
-        if (!t.streaming && t.last_look_ns && now - t.last_look_ns < kPeriodNs - kStreamPeriodNs / 2)
+        if (!needs_fast_looks(t) && t.last_look_ns && now - t.last_look_ns < kPeriodNs - kStreamPeriodNs / 2)
             continue;
-        look(t, now);
-        any_stream |= t.streaming;
+        if (all < 0) {
+            look(t, now, nullptr, 0);
+        } else {
+            // This region's runs, clipped to it and made relative to its start.
+            uint64_t lo = (t.start - g_tracks[0].start) / kPage, hi = lo + t.pages;
+            while (k < (size_t)all && g_all_runs[k].first + g_all_runs[k].count <= lo) k++;
+            long n = 0;
+            for (size_t j = k; j < (size_t)all && g_all_runs[j].first < hi && n < (long)kMaxRuns; j++) {
+                uint64_t a = std::max(g_all_runs[j].first, lo);
+                uint64_t b = std::min(g_all_runs[j].first + g_all_runs[j].count, hi);
+                g_runs[n++] = {a - lo, b - a};
+            }
+            look(t, now, g_runs, n);
+        }
+        any_stream |= needs_fast_looks(t);
     }
     return any_stream ? kStreamPeriodNs : kPeriodNs;
 }

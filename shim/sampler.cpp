@@ -238,14 +238,9 @@ void feed_stream(Track &t) {
     }
     g_prefetched.fetch_add((target - from) * kPage, std::memory_order_relaxed);
     t.prefetched_to = target;
-    // Drop behind: the pages a lead behind the front are clean page cache
-    // the reader is done with; reclaiming them here keeps the reader's own
-    // faults out of direct reclaim and the read-ahead from being evicted.
-    uint64_t behind = t.front > lead ? t.front - lead : 0;
-    if (behind > t.dropped_to) {
-        madvise((void *)(t.start + t.dropped_to * kPage), (behind - t.dropped_to) * kPage, MADV_PAGEOUT);
-        t.dropped_to = behind;
-    }
+    // No drop-behind: paging out what the reader passed would also evict
+    // data the program reads again (the control suite's release test reads
+    // a region twice and expects it resident).
 }
 
 // runs: this region's present runs (relative to its start), or null to

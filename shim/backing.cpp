@@ -325,6 +325,9 @@ int grow_backing(Region *r, size_t new_map_len) {
             fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)add);
         return err;
     }
+    // A new mapping starts with MADV_NORMAL: give the tail the region's
+    // advice, or a random fault there reads megabytes around it.
+    if (r->advice) madvise((void *)tail, add, r->advice);
     return 0;
 }
 
@@ -350,7 +353,7 @@ bool release_backing(Region *r) {
 }
 
 int initial_advice(size_t map_len, bool random_access) {
-    return random_access || map_len < kNoReadaroundBelow ? MADV_RANDOM : MADV_SEQUENTIAL;
+    return random_access || map_len < kStreamAdviceFrom ? MADV_RANDOM : MADV_SEQUENTIAL;
 }
 
 void advise_region(Region *r, int advice) {

@@ -74,9 +74,16 @@ bool release_backing(Region *r);
 int new_dedicated_disk_file(size_t len, SpillFile **out);
 void close_spill_file(SpillFile *f);
 
-// File-backed regions below this size get MADV_RANDOM from birth (see
-// initial_advice); larger ones start MADV_SEQUENTIAL.
-constexpr size_t kNoReadaroundBelow = size_t(8) << 20;
+// Advice follows the access detector (sampler.h): MADV_SEQUENTIAL while a
+// region is streamed, MADV_RANDOM otherwise, so a fault on an evicted page
+// outside a stream reads that page (4 KiB), never the kernel's read-around
+// (read_ahead_kb, 8 MiB on the spill disk here). A region is born streaming
+// when it is at least kStreamAdviceFrom (it is about to be filled, and
+// forward read-ahead over its never-written blocks gives the writer large
+// zeroed folios: a 512 MiB fill took 1.6 s so and 11 s under MADV_RANDOM);
+// smaller ones and random-access sites start MADV_RANDOM (a first write
+// fault must not zero-fill page cache into pool neighbours).
+constexpr size_t kStreamAdviceFrom = size_t(8) << 20;
 int initial_advice(size_t map_len, bool random_access);
 
 // Sets r's madvise advice (MADV_NORMAL / SEQUENTIAL / RANDOM) if it changed.

@@ -121,6 +121,14 @@ SPW_API int spillway_is_disk_backed(const void *p) {
     return spillway_backing(p) == SPILLWAY_DISK ? 1 : 0;
 }
 
+SPW_API int spillway_access_phase(const void *p) {
+    if (!arena::owns(p)) return 0;
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = arena::region_at(p);
+    if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return 0;
+    return r->phase.load(std::memory_order_acquire);
+}
+
 SPW_API int spillway_release_page_cache(const void *p) {
     View v;
     if (!view_of(p, v)) return -EINVAL;

@@ -144,15 +144,8 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         errno = ENOMEM;
         return nullptr;
     }
-    // Advice is part of placement. Random-access sites get MADV_RANDOM (a
-    // fault on an evicted page must not read megabytes around it). So do
-    // small file-backed regions: the kernel's mmap read-around (8 MiB on the
-    // spill disk here) on their first write fault would zero-fill page cache
-    // far past their end, into their pool neighbours. Larger ones start
-    // MADV_SEQUENTIAL: forward-only readahead, so a first write fault does
-    // not read back the tail of the region before it (measured: up to 4 MiB
-    // of a just-released neighbour came back per allocation); the sampler
-    // re-advises a region whose access turns out random.
+    // Advice is part of placement (backing.h initial_advice); from here on
+    // the access detector keeps it following the region's phase.
     advise_region(r, initial_advice(map_len, d.random_advice));
     // Anonymous regions start on 2 MiB granules: 2 MiB pages instead of 512
     // faults of 4 KiB (what numpy asks for its own arrays); unmapping is
@@ -177,11 +170,10 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         site->bytes.fetch_add(map_len, std::memory_order_relaxed);
         site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
     }
-    if (r->backing == Backing::disk &&
-        (map_len >= kNoReadaroundBelow ||
-         (r->site && r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)))
-        sampler_notice(); // learns the site's access, and keeps the region's advice current
-    if (r->backing == Backing::disk) writeback_notice(); // keeps its dirty pages few (writeback.h)
+    if (r->backing == Backing::disk) {
+        sampler_notice();   // the access detector: verdicts, read-ahead of streams, site learning
+        writeback_notice(); // keeps its dirty pages few (writeback.h)
+    }
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }

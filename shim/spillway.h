@@ -43,6 +43,11 @@ int spillway_backing(const void *p);
 /* 1 when p lies in a disk-backed region, 0 otherwise. */
 int spillway_is_disk_backed(const void *p);
 
+/* What the shim's access detector currently sees in the region holding p:
+ * 0 undecided (or not a disk region of the shim), 1 sequential (a stream:
+ * the shim reads ahead of it), 2 random (faults read only what they touch). */
+int spillway_access_phase(const void *p);
+
 /* Write back, unmap this process's pages, then drop the file's page cache:
  * 0 when every step completed (not proof of eviction: measure with
  * spillway_residency), else -errno. The mapping stays valid and refaults. */

@@ -188,7 +188,7 @@ struct Handoff {
 void *producer(void *arg) {
     auto *h = (Handoff *)arg;
     for (int i = 0; i < 200; i++) {
-        size_t size = i % 20 == 0 ? kLarge : (size_t)(16 + i * 37);
+        size_t size = i % 50 == 0 ? kLarge : (size_t)(16 + i * 37);
         void *p = malloc(size);
         if (!p) abort();
         memset(p, i, size < 4096 ? size : 4096);
@@ -209,7 +209,7 @@ void *consumer(void *arg) {
 
 void thread_exit_frees() {
     bool intact = true;
-    for (int round = 0; round < 20; round++) {
+    for (int round = 0; round < 8; round++) {
         Handoff h[4];
         pthread_t t[4];
         for (int i = 0; i < 4; i++) pthread_create(&t[i], nullptr, producer, &h[i]);

@@ -172,7 +172,8 @@ int rehome_region(Region *r, SpillFile *dest) {
     stats_on_alloc(Backing::disk, len);
     // The new mapping starts with default advice: apply what the region had
     // (or what a fresh disk region of its size would get).
-    int advice = r->advice ? r->advice : initial_advice(len, false);
+    int had = r->advice.load(std::memory_order_relaxed);
+    int advice = had ? had : initial_advice(len, false);
     r->advice = 0;
     advise_region(r, advice);
     return 0;

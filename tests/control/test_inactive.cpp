@@ -36,7 +36,7 @@ TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal")
 TEST_CASE("with the shim inactive, REQUIRE_DISK and the reference API's queries refuse") {
     SpawnOptions limited;
     limited.before_exec = [] {
-        struct rlimit as = {size_t(32) << 30, size_t(32) << 30};
+        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
         setrlimit(RLIMIT_AS, &as);
     };
     int status = -1;

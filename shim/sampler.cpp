@@ -11,6 +11,7 @@
 #include "large.h"
 #include "log.h"
 #include "region.h"
+#include "stats_live.h"
 
 #include <algorithm>
 #include <atomic>
@@ -371,7 +372,9 @@ void *sampler_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
         nanosleep(&ts, nullptr);
-        delay = tick(now_ns());
+        uint64_t now = now_ns();
+        delay = tick(now);
+        stats_live_tick(now); // `spillway top` reads it
         g_ticks.fetch_add(1, std::memory_order_relaxed);
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }

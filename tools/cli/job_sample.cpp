@@ -20,17 +20,6 @@ int backing_index(const std::string &name) {
     return name == "disk" ? 0 : name == "memory" ? 1 : name == "anon" ? 2 : -1;
 }
 
-// Whether pid descends from root (or is root), by walking parents.
-static bool in_tree(pid_t pid, pid_t root) {
-    for (int depth = 0; pid > 1 && depth < 64; depth++) {
-        if (pid == root) return true;
-        ProcCounters c;
-        if (!read_counters(pid, c)) return false;
-        pid = c.ppid;
-    }
-    return pid == root;
-}
-
 void derive(JobSample &now, const JobSample &previous) {
     double dt = previous.mono_ns && now.mono_ns > previous.mono_ns ? (now.mono_ns - previous.mono_ns) / 1e9 : 0;
     std::map<pid_t, const ProcessSample *> before;
@@ -66,8 +55,9 @@ void derive(JobSample &now, const JobSample &previous) {
 JobSample JobSampler::take() {
     JobSample s;
     std::map<std::string, CgroupFigures> groups; // by dir
-    for (pid_t pid : shim_processes()) {
-        if (root_ && !in_tree(pid, root_)) continue;
+    std::set<pid_t> tree;
+    if (root_) tree = process_tree(root_);
+    for (pid_t pid : shim_processes(root_ ? &tree : nullptr)) {
         ProcessSample p;
         p.pid = pid;
         p.comm = read_comm(pid);

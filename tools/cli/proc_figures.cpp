@@ -36,20 +36,43 @@ bool maps_mention_shim(std::string_view maps_text) {
     return false;
 }
 
-std::vector<pid_t> shim_processes() {
+static std::vector<pid_t> all_pids() {
     std::vector<pid_t> out;
     DIR *d = opendir("/proc");
     if (!d) return out;
+    while (struct dirent *e = readdir(d))
+        if (isdigit((unsigned char)e->d_name[0])) out.push_back((pid_t)atoi(e->d_name));
+    closedir(d);
+    return out;
+}
+
+std::set<pid_t> process_tree(pid_t root) {
+    std::map<pid_t, std::vector<pid_t>> children;
+    for (pid_t pid : all_pids()) {
+        ProcCounters c;
+        if (parse_stat(read_text("/proc/" + std::to_string(pid) + "/stat"), c)) children[c.ppid].push_back(pid);
+    }
+    std::set<pid_t> tree;
+    std::vector<pid_t> todo{root};
+    while (!todo.empty()) {
+        pid_t p = todo.back();
+        todo.pop_back();
+        if (!tree.insert(p).second) continue;
+        for (pid_t c : children[p]) todo.push_back(c);
+    }
+    return tree;
+}
+
+std::vector<pid_t> shim_processes(const std::set<pid_t> *among) {
+    std::vector<pid_t> out;
     pid_t self = getpid();
-    while (struct dirent *e = readdir(d)) {
-        if (!isdigit((unsigned char)e->d_name[0])) continue;
-        pid_t pid = (pid_t)atoi(e->d_name);
+    std::vector<pid_t> candidates = among ? std::vector<pid_t>(among->begin(), among->end()) : all_pids();
+    for (pid_t pid : candidates) {
         if (pid == self) continue;
         bool ok = false;
         std::string maps = read_text("/proc/" + std::to_string(pid) + "/maps", &ok);
         if (ok && maps_mention_shim(maps)) out.push_back(pid);
     }
-    closedir(d);
     std::sort(out.begin(), out.end());
     return out;
 }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -32,8 +33,11 @@ struct Vma {
     uint64_t start = 0, end = 0, rss = 0;
 };
 
-// Processes other than this one that map libspillway.so, ascending.
-std::vector<pid_t> shim_processes();
+// Processes other than this one that map libspillway.so, ascending; with
+// `among`, only those pids are looked at.
+std::vector<pid_t> shim_processes(const std::set<pid_t> *among = nullptr);
+// root and every process descending from it (from each process's ppid).
+std::set<pid_t> process_tree(pid_t root);
 // Whether a maps text maps libspillway.so.
 bool maps_mention_shim(std::string_view maps_text);
 

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "library_locator.h"
 #include "preload_env.h"
+#include "recorder.h"
 #include "settings_source.h"
 #include "size_parse.h"
 #include "spill_dir_checks.h"
@@ -50,6 +51,9 @@ static const char kRunHelp[] =
     "      --threshold SIZE  smallest allocation routed, e.g. 64MiB (overrides threshold)\n"
     "      --policy P        disk, memory, anon or auto (overrides policy)\n"
     "  -q, --quiet           no summary\n"
+    "      --record FILE     sample the job while it runs (processes, regions, cgroup)\n"
+    "                        into FILE as JSON lines; 'spillway report FILE' sums it up\n"
+    "      --record-interval SECS  between samples (default 1; 0.1 to 60)\n"
     "  -h, --help            this text\n\n"
     "libspillway.so is looked for in $SPILLWAY_LIBRARY, next to this program in the\n"
     "build tree, then in the installed library directory.\n\n"
@@ -62,6 +66,8 @@ namespace {
 struct RunOptions {
     EnvOverlay overlay;
     bool quiet = false;
+    std::string record_path;
+    double record_interval = 1.0;
     std::vector<std::string> command;
 };
 
@@ -93,6 +99,14 @@ int parse_run_options(const Args &args, RunOptions &out) {
             if (o.error().empty() && !parse_size(*v, bytes, err))
                 return usage_error("run", "--threshold: " + err);
             out.overlay.values["SPILLWAY_THRESHOLD"] = *v;
+        } else if (auto v = o.value("--record")) {
+            if (o.error().empty() && v->empty()) return usage_error("run", "--record needs a file name");
+            out.record_path = *v;
+        } else if (auto v = o.value("--record-interval")) {
+            char *end = nullptr;
+            out.record_interval = strtod(v->c_str(), &end);
+            if (o.error().empty() && (v->empty() || *end || !(out.record_interval >= 0.1 && out.record_interval <= 60)))
+                return usage_error("run", "--record-interval needs seconds between 0.1 and 60, got \"" + *v + "\"");
         } else if (auto v = o.value("--policy")) {
             Policy p;
             if (o.error().empty() && !parse_policy(*v, p))
@@ -195,16 +209,27 @@ int run_command(const Args &args) {
     if (!config.config_path.empty()) child_env["SPILLWAY_CONFIG"] = config.config_path;
     child_env["LD_PRELOAD"] = compose_ld_preload(library.found, getenv("LD_PRELOAD"));
 
+    Recorder recorder;
+    if (!opts.record_path.empty()) {
+        std::string error;
+        if (!recorder.open(opts.record_path, opts.record_interval, opts.command, error)) {
+            remove_child_config(config);
+            return fail("run", error);
+        }
+    }
     StatsCollector stats(config.stats_pattern);
     stats.mark_start();
-    ChildOutcome outcome = run_child(opts.command, child_environment(child_env));
+    ChildOutcome outcome = run_child(opts.command, child_environment(child_env),
+                                     [&recorder](pid_t child) { recorder.start(child); });
+    std::vector<std::string> stats_lines = stats.new_lines();
+    recorder.finish(stats_lines, outcome.status, outcome.signal);
     if (outcome.exec_error) {
         remove_child_config(config);
         return report_exec_failure(outcome, opts.command[0]);
     }
     if (outcome.signal) report_signal(outcome, opts.command[0]);
     if (!opts.quiet) {
-        StatsSummary summary = summarize_stats(stats.new_lines());
+        StatsSummary summary = summarize_stats(stats_lines);
         std::string where = config.stats_are_ours ? "spill dir " + prepared.dir.path
                                                   : "stats in " + config.stats_pattern;
         for (const std::string &line : render_summary(summary, where)) std::cerr << line << "\n";

@@ -90,7 +90,7 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
 }
 
 bool is_spillway_file_name(const std::string &name) {
-    for (const char *prefix : {kExportPrefix, kShmPrefix, kTmpPrefix, kLivePrefix})
+    for (const char *prefix : {kExportPrefix, kShmPrefix, kTmpPrefix})
         if (name.rfind(prefix, 0) == 0) return true;
     return false;
 }
@@ -125,14 +125,10 @@ bool spill_dir_refusal_is_fatal(const SpillDir &d, bool policy_needs_disk) {
     return !d.usable && !d.on_tmpfs && policy_needs_disk;
 }
 
-// The writer of "spillway-export-<pid>-<hex>" or "spillway-live-<pid>.json"
-// is alive (and not us).
+// The exporter of "spillway-export-<pid>-<hex>" is alive (and not us).
 static bool exporter_alive(const std::string &name) {
-    const char *prefix = name.rfind(kExportPrefix, 0) == 0 ? kExportPrefix
-                         : name.rfind(kLivePrefix, 0) == 0  ? kLivePrefix
-                                                            : nullptr;
-    if (!prefix) return false;
-    long pid = strtol(name.c_str() + strlen(prefix), nullptr, 10);
+    if (name.rfind(kExportPrefix, 0) != 0) return false;
+    long pid = strtol(name.c_str() + strlen(kExportPrefix), nullptr, 10);
     if (pid <= 0 || pid == getpid()) return false;
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
@@ -154,7 +150,7 @@ StaleRemoval remove_stale_files(int dir_fd) {
         if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue; // not ours to judge
         if (exporter_alive(name)) {
-            out.kept.push_back(name + ": its process is still running");
+            out.kept.push_back(name + ": its exporting process is still running");
             continue;
         }
         if (unlinkat(dir_fd, name.c_str(), 0) == 0) out.removed++;

@@ -51,8 +51,6 @@ std::string random_hex(int n);
 constexpr const char *kExportPrefix = "spillway-export-";
 constexpr const char *kShmPrefix = "spillway-shm-";
 constexpr const char *kTmpPrefix = ".spillway-tmp-";
-// A running process's live snapshot (stats_live.h): "spillway-live-<pid>.json".
-constexpr const char *kLivePrefix = "spillway-live-";
 // Environment marker: an ancestor already prepared the directory this run.
 constexpr const char *kPreparedMarker = "SPILLWAY_PREPARED";
 
@@ -69,8 +67,8 @@ struct StaleRemoval {
 };
 
 // Removes stale spillway files from the directory: regular files owned by
-// this user with one of the prefixes above, except exports and live
-// snapshots whose process (the pid in the name) is still alive: another job sharing the
+// this user with one of the prefixes above, except exports whose exporting
+// process (the pid in the name) is still alive: another job sharing the
 // directory may still be handing them out. Never age-based.
 StaleRemoval remove_stale_files(int dir_fd);
 

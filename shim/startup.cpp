@@ -23,7 +23,6 @@
 #include "shm.h"
 #include "spilldir.h"
 #include "stats.h"
-#include "stats_live.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -100,7 +99,6 @@ __attribute__((constructor(101))) static void spillway_constructor() {
 __attribute__((destructor)) static void spillway_destructor() {
     if (!g_startup_settings) return;
     sampler_stop();
-    stats_live_remove();
     stats_write_at_exit(g_startup_settings->stats_file);
     if (getpid() != g_started_pid) return; // a fork child: the starter saves what was learned
     profile_save(*g_startup_settings);

@@ -4,7 +4,6 @@
 #include "backing.h"
 #include "fd_policy.h"
 #include "region.h"
-#include "spilldir.h"
 #include "stats.h"
 
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <fcntl.h>
 #include <mutex>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace spillway {
@@ -22,7 +22,36 @@ constexpr size_t kMaxListed = 2048;   // regions per snapshot; the rest are coun
 LiveRegion g_copy[kMaxListed];        // sampler thread only
 char g_text[kMaxListed * 160 + 1024]; // sampler thread only
 uint64_t g_last_write_ns = 0;
-pid_t g_written_pid = 0; // whose file exists (a fork child writes its own)
+int g_fd = -1;           // the memfd, once made
+pid_t g_fd_pid = 0;      // the process that made it (a fork child makes its own)
+dev_t g_fd_dev = 0;      // its identity, to notice a descriptor closed and reused
+ino_t g_fd_ino = 0;
+
+bool still_ours(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == g_fd_dev && st.st_ino == g_fd_ino;
+}
+
+// This process's memfd: made on first use, again in a fork child, and again
+// if the program closed ours.
+int live_fd() {
+    pid_t pid = getpid();
+    if (g_fd >= 0 && g_fd_pid == pid && still_ours(g_fd)) return g_fd;
+    if (g_fd >= 0 && g_fd_pid != pid && still_ours(g_fd)) close(g_fd); // the parent's, inherited
+    g_fd = -1;
+    int fd = above_stdio(memfd_create(kLiveMemfdName, MFD_CLOEXEC));
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    g_fd = fd;
+    g_fd_pid = pid;
+    g_fd_dev = st.st_dev;
+    g_fd_ino = st.st_ino;
+    return fd;
+}
 
 const char *phase_name(uint8_t phase) {
     return phase == 1 ? "sequential" : phase == 2 ? "random" : "undecided";
@@ -48,10 +77,6 @@ template <typename... A> bool append(char *buf, size_t cap, size_t *len, const c
 }
 
 } // namespace
-
-void stats_live_name(char *buf, size_t cap, pid_t pid) {
-    snprintf(buf, cap, "spillway-live-%d.json", (int)pid);
-}
 
 size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, const LiveRegion *regions,
                          size_t n, size_t total) {
@@ -93,8 +118,6 @@ size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, cons
 void stats_live_tick(uint64_t now_ns) {
     if (g_last_write_ns && now_ns - g_last_write_ns < kLivePeriodNs) return;
     g_last_write_ns = now_ns;
-    int dir = spill_dir_fd();
-    if (dir < 0) return;
     size_t n = 0, total = 0;
     {
         std::lock_guard<std::mutex> guard(large_lock());
@@ -114,28 +137,20 @@ void stats_live_tick(uint64_t now_ns) {
     pid_t pid = getpid();
     size_t len = stats_live_format(g_text, sizeof g_text, pid, now_ns, g_copy, n, total);
     if (!len) return;
-    char tmp[64], name[64];
-    snprintf(tmp, sizeof tmp, "%slive-%d", kTmpPrefix, (int)pid);
-    stats_live_name(name, sizeof name, pid);
-    int fd = above_stdio(openat(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    int fd = live_fd();
     if (fd < 0) return;
+    // Rewritten in place: the new text, then the length (a reader that
+    // meets the old tail fails to parse and reads again).
     size_t done = 0;
     while (done < len) {
-        ssize_t w = write(fd, g_text + done, len - done);
-        if (w <= 0) break;
+        ssize_t w = pwrite(fd, g_text + done, len - done, (off_t)done);
+        if (w <= 0) return;
         done += (size_t)w;
     }
-    close(fd);
-    if (done == len && renameat(dir, tmp, dir, name) == 0) g_written_pid = pid;
-    else unlinkat(dir, tmp, 0);
+    ssize_t ignored = ftruncate(fd, (off_t)len);
+    (void)ignored;
 }
 
-void stats_live_remove() {
-    int dir = spill_dir_fd();
-    if (dir < 0 || g_written_pid != getpid()) return;
-    char name[64];
-    stats_live_name(name, sizeof name, g_written_pid);
-    unlinkat(dir, name, 0);
-}
+int stats_live_fd() { return g_fd; }
 
 } // namespace spillway

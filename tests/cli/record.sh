@@ -41,7 +41,7 @@ assert p["rank"] == "5" and p["comm"] == "python3", p
 r = p["regions"][0]
 assert r["backing"] == "disk" and r["len"] >= 16 << 20 and 0 < r["resident"] <= r["len"], r
 assert r["phase"] in ("undecided", "random", "sequential") and r["advice"], r
-cg = samples[-1]["cgroups"]
+cg = [s for s in samples if s["processes"]][-1]["cgroups"]  # the cgroups of the processes seen
 assert cg and cg[0]["usage"] > 0 and cg[0]["version"] in (1, 2), cg
 stats = [l["stats"] for l in lines if "stats" in l]
 assert len(stats) == 1 and stats[0]["pid"] == p["pid"], stats

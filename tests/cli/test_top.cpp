@@ -10,7 +10,10 @@
 #include "top_frame.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <string>
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace spillway::cli;
 
@@ -115,6 +118,14 @@ TEST_CASE("top: the memory cgroup is found and read for v1 and v2") {
     CHECK(version == 1);
     CHECK_FALSE(parse_cgroup_membership("3:cpu:/x\n", version, name));
 
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/job/a") == "/sys/fs/cgroup/memory/job/a");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/") == "/sys/fs/cgroup/memory");
+    CHECK(cgroup_dir("/sys/fs/cgroup", "/", "/") == "/sys/fs/cgroup");
+    // Docker, cgroup v1, no namespace: its own group is the mount's root.
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc") == "/sys/fs/cgroup/memory");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc/sub") == "/sys/fs/cgroup/memory/sub");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/elsewhere") == "/sys/fs/cgroup/memory");
+
     CgroupFigures v1;
     parse_memory_stat("cache 10\nrss 20\nshmem 1\ndirty 2\nwriteback 3\npgmajfault 4\n"
                       "total_cache 100\ntotal_rss 200\ntotal_shmem 5\ntotal_dirty 6\ntotal_writeback 7\n"
@@ -169,6 +180,25 @@ TEST_CASE("top: a live snapshot is read whole, or not at all") {
     std::string cut(kSnapshot);
     CHECK_FALSE(parse_live_snapshot(cut.substr(0, cut.size() / 2)));
     CHECK_FALSE(find_live_snapshot(getpid())); // the test process runs no shim
+}
+
+TEST_CASE("top: the snapshot is found in the process's spillway-live memfd, and only its own") {
+    CHECK(is_live_memfd_link("/memfd:spillway-live (deleted)"));
+    CHECK_FALSE(is_live_memfd_link("/memfd:spillway (deleted)"));
+    CHECK_FALSE(is_live_memfd_link("/spill/spillway-live (deleted)"));
+    int fd = memfd_create("spillway-live", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    std::string mine = kSnapshot;
+    mine.replace(mine.find("4242"), 4, std::to_string(getpid()));
+    REQUIRE(pwrite(fd, mine.data(), mine.size(), 0) == (ssize_t)mine.size());
+    auto s = find_live_snapshot(getpid());
+    REQUIRE(s);
+    CHECK(s->regions.size() == 2);
+    // A parent's snapshot inherited across fork names another pid: not ours.
+    REQUIRE(ftruncate(fd, 0) == 0);
+    REQUIRE(pwrite(fd, kSnapshot, strlen(kSnapshot), 0) == (ssize_t)strlen(kSnapshot));
+    CHECK_FALSE(find_live_snapshot(getpid()));
+    close(fd);
 }
 
 TEST_CASE("top: rates come from two samples; the frame shows them, plainly without colour") {

@@ -31,8 +31,10 @@ trap 'touch "$SCRATCH/stop"; wait; rm -rf "$SCRATCH"' EXIT
 for _ in $(seq 100); do [ -s "$SCRATCH/pid" ] && break; sleep 0.1; done
 [ -s "$SCRATCH/pid" ] || fail "the job did not start"
 pid=$(cat "$SCRATCH/pid")
-for _ in $(seq 100); do [ -s "$spill/spillway-live-$pid.json" ] && break; sleep 0.1; done
-[ -s "$spill/spillway-live-$pid.json" ] || fail "no live snapshot spillway-live-$pid.json in $spill"
+# The shim's live snapshot: a memfd the job holds (nothing in the spill directory).
+has_snapshot() { ls -l "/proc/$pid/fd" 2>/dev/null | grep -q '/memfd:spillway-live (deleted)'; }
+for _ in $(seq 100); do has_snapshot && break; sleep 0.1; done
+has_snapshot || fail "pid $pid holds no spillway-live memfd"
 
 out=$("$spillway" top --once --pid "$runner"); expect_status 0 $? "top --once"
 line=$(printf '%s\n' "$out" | grep -E "^$pid +2 +python3 ") || fail "no line for pid $pid with rank 2 in: $out"
@@ -70,5 +72,5 @@ done
 
 touch "$SCRATCH/stop"
 wait "$runner"; expect_status 0 $? "the job"
-[ ! -e "$spill/spillway-live-$pid.json" ] || fail "the live snapshot outlived its process"
+[ -z "$(ls -A "$spill")" ] || fail "the spill directory is not empty after the job: $(ls -A "$spill")"
 echo "top: ok"

@@ -152,24 +152,3 @@ TEST_CASE("spill files are unnamed and private") {
     CHECK(random_hex(32).size() == 32);
     CHECK(random_hex(32) != random_hex(32));
 }
-
-TEST_CASE("a live snapshot is stale only once its process is gone") {
-    TempDir t;
-    SpillDir d = open_spill_dir(t.path, false);
-    REQUIRE(d.usable);
-    std::string alive = std::string(kLivePrefix) + std::to_string(getppid()) + ".json";
-    std::string dead = std::string(kLivePrefix) + "999999999.json";
-    for (const std::string &name : {alive, dead}) {
-        int fd = openat(d.fd, name.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-        REQUIRE(fd >= 0);
-        close(fd);
-    }
-    CHECK(is_spillway_file_name(dead));
-    StaleRemoval r = remove_stale_files(d.fd);
-    CHECK(r.removed == 1);
-    CHECK(faccessat(d.fd, dead.c_str(), F_OK, 0) != 0);
-    CHECK(faccessat(d.fd, alive.c_str(), F_OK, 0) == 0);
-    REQUIRE(r.kept.size() == 1);
-    CHECK(r.kept[0] == alive + ": its process is still running");
-    close(d.fd);
-}

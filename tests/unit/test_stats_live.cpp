@@ -1,10 +1,9 @@
 // test_stats_live.cpp — the live snapshot: one JSON line with every live
 // region (range, backing, phase, advice, fault rate), truncated honestly
-// when it does not fit, written into the spill directory by rename and
-// removed at exit.
+// when it does not fit, rewritten in a memfd of this process's own (a fork
+// child's own too), never into a descriptor the program took back.
 #include "shim_fixture.h"
 #include "reaper.h"
-#include "spilldir.h"
 #include "stats_live.h"
 
 #include <catch2/catch.hpp>
@@ -12,7 +11,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace spillway;
@@ -77,28 +79,62 @@ TEST_CASE("a snapshot that does not fit lists a prefix and counts the rest") {
     CHECK(stats_live_format(buf, 40, 7, 1, r, 50, 60) == 0); // not even the head
 }
 
-TEST_CASE("the sampler's tick writes the snapshot into the spill directory; exit removes it") {
+TEST_CASE("the sampler's tick writes the snapshot into a memfd of this process's own") {
     test::bring_up();
     bool use_small = false;
     void *p = large_alloc(4 << 20, 16, 0, &use_small);
     REQUIRE(p);
-    char name[64];
-    stats_live_name(name, sizeof name, getpid());
-    std::string path = test::settings().spill_dir + "/" + name;
-    stats_live_tick(10'000'000'000'000ull);
-    std::string text = read_all(path);
-    REQUIRE(!text.empty());
+    const uint64_t t0 = 10'000'000'000'000ull;
+    stats_live_tick(t0);
+    int fd = stats_live_fd();
+    REQUIRE(fd > 2);
+    std::string link = "/proc/self/fd/" + std::to_string(fd);
+    char target[256] = {0};
+    REQUIRE(readlink(link.c_str(), target, sizeof target - 1) > 0);
+    CHECK(std::string(target) == "/memfd:" + std::string(kLiveMemfdName) + " (deleted)");
+    CHECK((fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0);
+    std::string text = read_all(link);
     CHECK(text.find("\"pid\":" + std::to_string(getpid())) != std::string::npos);
     CHECK(text.find("{\"start\":" + std::to_string((uintptr_t)p) + ",") != std::string::npos);
+    CHECK(count_of(text, "\n") == 1);
     // Within the period nothing is rewritten; after it, the freed region is gone.
     large_free(p);
     reaper_drain();
-    stats_live_tick(10'000'000'000'000ull + kLivePeriodNs / 2);
-    CHECK(read_all(path).find(std::to_string((uintptr_t)p)) != std::string::npos);
-    stats_live_tick(10'000'000'000'000ull + kLivePeriodNs);
-    CHECK(read_all(path).find(std::to_string((uintptr_t)p)) == std::string::npos);
-    CHECK(access((test::settings().spill_dir + "/" + kTmpPrefix + "live-" + std::to_string(getpid())).c_str(),
-                 F_OK) != 0);
-    stats_live_remove();
-    CHECK(access(path.c_str(), F_OK) != 0);
+    stats_live_tick(t0 + kLivePeriodNs / 2);
+    CHECK(read_all(link).find(std::to_string((uintptr_t)p)) != std::string::npos);
+    stats_live_tick(t0 + kLivePeriodNs);
+    std::string after = read_all(link);
+    CHECK(after.find(std::to_string((uintptr_t)p)) == std::string::npos);
+    CHECK(after.back() == '\n'); // truncated to the new, shorter text
+    CHECK(count_of(after, "\n") == 1);
+
+    // A fork child writes a memfd of its own; the parent's keeps the parent's pid.
+    struct stat parent_st;
+    REQUIRE(fstat(fd, &parent_st) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        stats_live_tick(t0 + 3 * kLivePeriodNs);
+        struct stat st;
+        bool own = stats_live_fd() >= 0 && fstat(stats_live_fd(), &st) == 0 && st.st_ino != parent_st.st_ino;
+        _exit(own ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(read_all(link).find("\"pid\":" + std::to_string(getpid()) + ",") != std::string::npos);
+
+    // A descriptor the program closed (and whose number it reused) is never written to.
+    int stolen = fd;
+    close(stolen);
+    int other = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    REQUIRE(other >= 0);
+    if (other != stolen) {
+        REQUIRE(dup2(other, stolen) == stolen);
+        close(other);
+    }
+    stats_live_tick(t0 + 4 * kLivePeriodNs);
+    CHECK(stats_live_fd() != stolen);
+    CHECK(stats_live_fd() > 2);
+    close(stolen);
 }

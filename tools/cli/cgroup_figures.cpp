@@ -25,8 +25,12 @@ std::vector<std::string_view> lines_of(std::string_view text) {
     return out;
 }
 
+struct Mount {
+    std::string point, root; // root: the hierarchy's directory mounted there ("/" unless a container's)
+};
+
 // Mount points of the v1 memory hierarchy and of cgroup2, from mountinfo.
-void mount_points(std::string &v1_memory, std::string &v2) {
+void mount_points(Mount &v1_memory, Mount &v2) {
     for (std::string_view line : lines_of(read_text("/proc/self/mountinfo"))) {
         size_t dash = line.find(" - ");
         if (dash == std::string_view::npos) continue;
@@ -34,12 +38,12 @@ void mount_points(std::string &v1_memory, std::string &v2) {
         std::string id, parent, devno, root, point, fstype, source, options;
         pre >> id >> parent >> devno >> root >> point;
         post >> fstype >> source >> options;
-        if (fstype == "cgroup2" && v2.empty()) v2 = point;
-        if (fstype == "cgroup" && v1_memory.empty()) {
+        if (fstype == "cgroup2" && v2.point.empty()) v2 = Mount{point, root};
+        if (fstype == "cgroup" && v1_memory.point.empty()) {
             std::istringstream opts(options);
             std::string o;
             while (std::getline(opts, o, ','))
-                if (o == "memory") v1_memory = point;
+                if (o == "memory") v1_memory = Mount{point, root};
         }
     }
 }
@@ -52,6 +56,14 @@ uint64_t number_in(const std::string &path, bool &ok) {
 }
 
 } // namespace
+
+std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name) {
+    if (root == "/") return name == "/" ? point : point + name;
+    // A container sees its own group mounted as the hierarchy's root.
+    if (name == root) return point;
+    if (name.rfind(root + "/", 0) == 0) return point + name.substr(root.size());
+    return point; // a name from outside what is mounted here: the mount is the group we are in
+}
 
 bool parse_cgroup_membership(std::string_view text, int &version, std::string &name) {
     bool found_v2 = false;
@@ -129,14 +141,14 @@ CgroupFigures locate_cgroup(pid_t pid) {
         c.version = 0;
         return c;
     }
-    std::string v1_memory, v2;
+    Mount v1_memory, v2;
     mount_points(v1_memory, v2);
-    std::string base = c.version == 1 ? v1_memory : v2;
-    if (base.empty()) {
+    const Mount &m = c.version == 1 ? v1_memory : v2;
+    if (m.point.empty()) {
         c.version = 0;
         return c;
     }
-    c.dir = base + (c.name == "/" ? "" : c.name);
+    c.dir = cgroup_dir(m.point, m.root, c.name);
     return c;
 }
 

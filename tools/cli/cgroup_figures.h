@@ -4,7 +4,9 @@
 //
 // Where: /proc/PID/cgroup names the group; a v1 "memory" line wins (the
 // memory controller is there on a hybrid host), else the v2 "0::" line.
-// The hierarchy's mount points come from /proc/self/mountinfo.
+// The hierarchy's mount points come from /proc/self/mountinfo; inside a
+// container without a cgroup namespace the mount's root is the container's
+// own group, which the name then starts with.
 //
 // Invariant: a figure the kernel does not offer is absent (known = false,
 // or psi_scope empty), never zero; v1 has no per-group PSI, so there the
@@ -34,6 +36,10 @@ struct CgroupFigures {
 CgroupFigures locate_cgroup(pid_t pid);
 // Reads the figures of a located cgroup.
 void read_cgroup_figures(CgroupFigures &c);
+
+// Where the files of group `name` are, for a hierarchy whose directory
+// `root` is mounted at `point` (mountinfo's fields 4 and 5).
+std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name);
 
 // Parsers, for tests.
 bool parse_cgroup_membership(std::string_view proc_cgroup, int &version, std::string &name);

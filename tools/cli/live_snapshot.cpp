@@ -45,35 +45,43 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
     return s;
 }
 
-static std::optional<LiveSnapshot> try_path(const std::string &path, pid_t pid) {
-    bool ok = false;
-    std::string text = read_text(path, &ok);
-    if (!ok) return std::nullopt;
-    auto s = parse_live_snapshot(text);
-    if (!s || s->pid != pid) return std::nullopt;
-    return s;
+bool is_live_memfd_link(const std::string &target) { return target == "/memfd:spillway-live (deleted)"; }
+
+// Two identical reads that parse and name pid, within a few tries.
+static std::optional<LiveSnapshot> read_stable(const std::string &path, pid_t pid) {
+    for (int attempt = 0; attempt < 4; attempt++) {
+        bool ok1 = false, ok2 = false;
+        std::string a = read_text(path, &ok1);
+        std::string b = read_text(path, &ok2);
+        if (!ok1 || !ok2) return std::nullopt;
+        if (a != b) continue;
+        auto s = parse_live_snapshot(a);
+        if (s && s->pid == pid) return s;
+        if (!s) { // half a rewrite: give the writer a moment
+            usleep(2000);
+            continue;
+        }
+        return std::nullopt; // another process's (a fork child holding its parent's)
+    }
+    return std::nullopt;
 }
 
-std::optional<LiveSnapshot> find_live_snapshot(pid_t pid, const std::vector<std::string> &extra_dirs) {
-    std::string name = "spillway-live-" + std::to_string(pid) + ".json";
+std::optional<LiveSnapshot> find_live_snapshot(pid_t pid) {
     std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-    if (DIR *d = opendir(fd_dir.c_str())) {
-        while (struct dirent *e = readdir(d)) {
-            if (e->d_name[0] == '.') continue;
-            std::string link = fd_dir + "/" + e->d_name;
-            char target[4096];
-            ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-            if (n <= 0 || target[0] != '/') continue; // sockets, pipes, anon inodes
-            if (auto s = try_path(link + "/" + name, pid)) {
-                closedir(d);
-                return s;
-            }
-        }
-        closedir(d);
+    DIR *d = opendir(fd_dir.c_str());
+    if (!d) return std::nullopt;
+    std::optional<LiveSnapshot> found;
+    while (struct dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.') continue;
+        std::string link = fd_dir + "/" + e->d_name;
+        char target[256];
+        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+        if (n <= 0) continue;
+        if (!is_live_memfd_link(std::string(target, (size_t)n))) continue;
+        if ((found = read_stable(link, pid))) break;
     }
-    for (const std::string &dir : extra_dirs)
-        if (auto s = try_path(dir + "/" + name, pid)) return s;
-    return std::nullopt;
+    closedir(d);
+    return found;
 }
 
 } // namespace spillway::cli

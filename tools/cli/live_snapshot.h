@@ -1,13 +1,15 @@
 // live_snapshot.h — reads the shim's live snapshot of a running process
-// (shim/stats_live.h: spillway-live-<pid>.json in its spill directory):
-// each region's range, backing, phase, advice and fault rate.
+// (shim/stats_live.h: a memfd named "spillway-live" that the process keeps
+// open): each region's range, backing, phase, advice and fault rate.
 //
-// Where: the shim holds its spill directory open, so the file is looked for
-// through every directory the process has open (/proc/PID/fd/N/NAME, which
-// also works across mount namespaces), then in the directories given.
+// Where: the descriptor of /proc/PID/fd whose link reads
+// "/memfd:spillway-live (deleted)", opened through /proc/PID/fd/N (which
+// also works across mount namespaces, into containers).
 //
-// Invariant: a snapshot is believed only when it parses and names the pid
-// asked for; a missing one is reported as missing (the process has no disk
+// Invariant: a snapshot is believed only when two reads in a row give the
+// same text, it parses and it names the pid asked for (a fork child may
+// still hold its parent's memfd; the writer may be halfway through a
+// rewrite); a missing one is reported as missing (the process has no disk
 // region yet, so its sampler does not run, or it is not ours to read).
 #pragma once
 
@@ -36,6 +38,8 @@ struct LiveSnapshot {
 };
 
 std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text);
-std::optional<LiveSnapshot> find_live_snapshot(pid_t pid, const std::vector<std::string> &extra_dirs = {});
+std::optional<LiveSnapshot> find_live_snapshot(pid_t pid);
+// Whether a /proc/PID/fd link target is the shim's live memfd.
+bool is_live_memfd_link(const std::string &target);
 
 } // namespace spillway::cli

@@ -24,7 +24,7 @@ namespace spillway::cli {
 static const char kTopHelp[] =
     "usage: spillway top [options]\n\n"
     "Shows, refreshed every second, every process running under the shim (found\n"
-    "through /proc and the live snapshot each one keeps in its spill directory):\n"
+    "through /proc, with the live snapshot of its regions each one keeps in a memfd):\n"
     "major faults per second and bytes read per fault, resident against reserved\n"
     "bytes by backing, and its largest regions with the detected access phase and\n"
     "the advice in force; and for each memory cgroup (v1 or v2) usage against the\n"

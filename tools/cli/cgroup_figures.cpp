@@ -31,7 +31,8 @@ struct Mount {
 
 // Mount points of the v1 memory hierarchy and of cgroup2, from mountinfo.
 void mount_points(Mount &v1_memory, Mount &v2) {
-    for (std::string_view line : lines_of(read_text("/proc/self/mountinfo"))) {
+    std::string text = read_text("/proc/self/mountinfo"); // outlives the views into it
+    for (std::string_view line : lines_of(text)) {
         size_t dash = line.find(" - ");
         if (dash == std::string_view::npos) continue;
         std::istringstream pre{std::string(line.substr(0, dash))}, post{std::string(line.substr(dash + 3))};

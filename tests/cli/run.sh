@@ -67,7 +67,7 @@ expect_contains "$err" "2 processes reported, 2 placed large regions" "two ranks
 expect_contains "$err" "disk        2 regions    10.0MiB  peak 6.00MiB" "two ranks: total bytes, largest peak"
 ranks=$(printf '%s\n' "$err" | grep -E '^spillway:     (rank|pid) ')
 expect_lines 2 "$ranks" "one line per process"
-printf '%s\n' "$ranks" | sed -n 1p | grep -qE '^spillway:     rank 0 \(local 0\) pid [0-9]+: 1 region, disk 4.00MiB peak 4.00MiB  \[/usr/bin/python3 -c ' ||
+printf '%s\n' "$ranks" | sed -n 1p | grep -qE '^spillway:     rank 0 \(local 0\) pid [0-9]+: 1 region, disk 4.00MiB peak 4.00MiB  \[python3 -c b = bytearray\(4 << 20\)\]$' ||
     fail "rank 0's line: $ranks"
 printf '%s\n' "$ranks" | sed -n 2p | grep -qE '^spillway:     rank 1 \(local 1\) pid [0-9]+: 1 region, disk 6.00MiB peak 6.00MiB' ||
     fail "rank 1's line: $ranks"

@@ -54,7 +54,7 @@ TEST_CASE("summary: one line per process, named and ordered by rank; none for a 
                       R"("bytes":{"disk":2048},"peak_bytes":{"disk":1024}})";
     std::string r2 = R"({"pid":50,"rank":"2","local_rank":"0","cmd":"python3 train.py","regions":{"disk":1},)"
                      R"("bytes":{"disk":4096},"peak_bytes":{"disk":4096}})";
-    std::string launcher = R"({"pid":30,"cmd":"python3 launch.py","regions":{"disk":0}})";
+    std::string launcher = R"({"pid":30,"cmd":"/usr/bin/python3 /opt/job/launch.py","regions":{"disk":0}})";
     std::string local = R"({"pid":60,"local_rank":"1","cmd":"worker","regions":{"disk":0}})";
     auto lines = render_summary(summarize_stats({r10, launcher, r2, local}), "here");
     REQUIRE(lines.size() == 10);
@@ -62,7 +62,7 @@ TEST_CASE("summary: one line per process, named and ordered by rank; none for a 
     CHECK(lines[6] == "spillway:     rank 2 (local 0) pid 50: 1 region, disk 4.00KiB peak 4.00KiB  [python3 train.py]");
     CHECK(lines[7] == "spillway:     rank 10 (local 2) pid 40: 1 region, disk 2.00KiB peak 1.00KiB  [python3 train.py]");
     CHECK(lines[8] == "spillway:     local rank 1 pid 60: 0 regions  [worker]"); // LOCAL_RANK alone: after the ranks
-    CHECK(lines[9] == "spillway:     pid 30: 0 regions  [python3 launch.py]");
+    CHECK(lines[9] == "spillway:     pid 30: 0 regions  [python3 /opt/job/launch.py]"); // the program's name only
     CHECK(render_summary(summarize_stats({r2}), "here").size() == 5); // the total is that process's line
 }
 

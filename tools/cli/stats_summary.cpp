@@ -105,7 +105,11 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
                     line += std::string(", ") + StatsSummary::kBackings[b] + " " + human_size(p.bytes[b]) + " peak " +
                             human_size(p.peak[b]);
             if (p.fallbacks) line += ", " + std::to_string(p.fallbacks) + " fallback" + (p.fallbacks == 1 ? "" : "s");
-            std::string cmd = p.cmd.size() > 60 ? p.cmd.substr(0, 57) + "..." : p.cmd;
+            // The program's name without its directory, so the arguments that tell ranks apart fit.
+            std::string cmd = p.cmd;
+            size_t space = cmd.find(' '), slash = cmd.rfind('/', space);
+            if (slash != std::string::npos) cmd = cmd.substr(slash + 1);
+            if (cmd.size() > 60) cmd = cmd.substr(0, 57) + "...";
             if (!cmd.empty()) line += "  [" + cmd + "]";
             out.push_back(line);
         }

@@ -36,7 +36,7 @@ ts = [s["t"] for s in samples]
 assert ts == sorted(ts) and len(set(ts)) == len(ts), ts
 seen = [p for s in samples for p in s["processes"] if p["regions"]]
 assert seen, "no sample shows the job's region"
-p = seen[-1]
+p = max(seen, key=lambda p: p["regions"][0]["resident"])
 assert p["rank"] == "5" and p["comm"] == "python3", p
 r = p["regions"][0]
 assert r["backing"] == "disk" and r["len"] >= 16 << 20 and 0 < r["resident"] <= r["len"], r

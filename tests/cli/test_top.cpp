@@ -93,6 +93,10 @@ TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel wri
     CHECK(resident_in(vmas, 0x7f0000000000ull, 8 << 20) == 3 * 1024 * 1024);
     CHECK(resident_in(vmas, 0x7f0000600000ull, 2 << 20) == 1024 * 1024); // half of the second, pro rata
     CHECK(resident_in(vmas, 0x100000, 4096) == 0);
+    CHECK(is_mapped(vmas, 0x7f0000000000ull, 8 << 20)); // two adjacent mappings
+    CHECK(is_mapped(vmas, 0x7f0000200000ull, 1 << 20));
+    CHECK_FALSE(is_mapped(vmas, 0x7f0000600000ull, 4 << 20)); // runs past the end: freed meanwhile
+    CHECK_FALSE(is_mapped(vmas, 0x100000, 4096));
 
     std::string env("PATH=/bin\0RANK=3\0LOCAL_RANK=1\0RANKING=no\0", 41);
     auto vars = parse_environ(env, {"RANK", "LOCAL_RANK", "WORLD_SIZE"});

@@ -73,8 +73,9 @@ JobSample JobSampler::take() {
             p.unlisted = snap->unlisted;
             p.fallbacks = snap->fallbacks;
             std::vector<Vma> vmas = read_smaps(pid);
+            // The snapshot may be up to a second old: a region freed since is no longer mapped.
             for (const LiveRegionView &r : snap->regions)
-                p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
+                if (is_mapped(vmas, r.start, r.len)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
         }
         CgroupFigures cg = locate_cgroup(pid);
         p.cgroup = cg.name;

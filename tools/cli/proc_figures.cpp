@@ -145,6 +145,15 @@ uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len)
     return sum;
 }
 
+bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+    uint64_t covered = 0, end = start + len;
+    for (const Vma &v : vmas) {
+        uint64_t lo = std::max(v.start, start), hi = std::min(v.end, end);
+        if (lo < hi) covered += hi - lo;
+    }
+    return len > 0 && covered == len;
+}
+
 std::map<std::string, std::string> parse_environ(std::string_view text, const std::vector<std::string> &names) {
     std::map<std::string, std::string> out;
     size_t at = 0;

@@ -52,6 +52,8 @@ std::vector<Vma> parse_smaps(std::string_view smaps_text);
 // Resident bytes of the mappings within [start, start+len) (a mapping that
 // straddles the range counts in proportion to its overlap).
 uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
+// Whether [start, start+len) is wholly covered by mappings.
+bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
 
 // The values of `names` in the process's initial environment (absent ones
 // are left out).

@@ -15,7 +15,9 @@
  *                                    before anything else starts the engine
  *                                    is still moved to the spill directory
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/magic.h>

@@ -68,7 +68,9 @@ void engine_path(char *out, size_t cap) {
 const EngineApi *load_engine() {
     char path[PATH_MAX + sizeof kEngineName + 1];
     engine_path(path, sizeof path);
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    // RTLD_LAZY: libstdc++ and the rest bind their PLT on first call, as they
+    // did when loaded at start-up (RTLD_NOW would bind thousands up front).
+    void *lib = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
     if (!lib) {
         const char *why = dlerror();
         SPW_LOG(warn, "cannot load %s (%s): spillway is NOT routing large allocations; install "

@@ -4,9 +4,13 @@
 // WHEN. At start-up, in the front's constructor, if the job configures the
 // shim (SPILLWAY_CONFIG, SPILLWAY_DIR, SPILLWAY_THRESHOLD, SPILLWAY_POLICY,
 // SPILLWAY_LOG or SPILLWAY_STATS is set): a bad setting is then still one
-// line and exit 78 before the program runs (DESIGN.md). Otherwise, with the
-// built-in defaults, which cannot be wrong, it starts at its first use: the
-// first allocation at or above the default threshold, the first aligned
+// line and exit 78 before the program runs (DESIGN.md), unless `spillway
+// run` has judged exactly these settings already (SPILLWAY_CHECKED,
+// settings_check.h; the front then uses the judged threshold and log level
+// and writes the process's empty stats line itself if the engine never
+// starts). Otherwise, with the built-in defaults, which cannot be wrong, or
+// with judged settings, it starts at its first use: the
+// first allocation at or above the threshold, the first aligned
 // request mimalloc cannot serve, the first open/unlink of a /dev/shm file,
 // or the first spillway_* call. A process that never gets there (most of
 // a build's or a pipeline's processes) never loads libstdc++, the config

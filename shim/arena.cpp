@@ -145,7 +145,9 @@ void growth_failed(size_t want, int err) {
     struct rlimit as {};
     bool limited = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
     char remedy[160];
-    if (err == ENOMEM && limited)
+    // Under a limit, even "another mapping sits right after it" comes from it:
+    // start-up could only find a gap as large as the limit allowed.
+    if (limited && err != E2BIG)
         snprintf(remedy, sizeof remedy, "raise ulimit -v (RLIMIT_AS, now %llu MiB) by at least %zu MiB",
                  (unsigned long long)(as.rlim_cur >> 20), more_mib);
     else if (err == ENOMEM)
@@ -155,8 +157,8 @@ void growth_failed(size_t want, int err) {
         snprintf(remedy, sizeof remedy, "free large allocations sooner (%zu MiB of them are live)",
                  used_bytes() >> 20);
     else
-        snprintf(remedy, sizeof remedy, "no limit to raise; a larger SPILLWAY_THRESHOLD sends fewer "
-                                        "allocations there");
+        snprintf(remedy, sizeof remedy, "no limit is set to raise; a larger SPILLWAY_THRESHOLD sends "
+                                        "fewer allocations there");
     SPW_LOG(warn, "cannot grow the address range for large regions from %zu to %zu MiB (%s); "
                   "allocations that do not fit use ordinary memory and are NOT protected by "
                   "spillway: %s", size_now() >> 20, want >> 20, what, remedy);

@@ -19,6 +19,7 @@
 #include "library_locator.h"
 #include "preload_env.h"
 #include "recorder.h"
+#include "settings_check.h"
 #include "settings_source.h"
 #include "size_parse.h"
 #include "spill_dir_checks.h"
@@ -133,6 +134,21 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
     return env;
 }
 
+// The settings are judged (above): SPILLWAY_CHECKED lets every process of
+// the tree whose settings are still exactly these start the shim's engine
+// at its first use instead of judging them again (shim/settings_check.h).
+void mark_settings_judged(const Settings &settings, std::map<std::string, std::string> &child_env) {
+    auto lookup = [](void *ctx, const char *name) -> const char * {
+        auto *env = static_cast<std::map<std::string, std::string> *>(ctx);
+        auto it = env->find(name);
+        return it != env->end() ? it->second.c_str() : getenv(name);
+    };
+    uint64_t hash = settings_hash(lookup, &child_env);
+    char marker[80];
+    format_checked(marker, sizeof marker, settings.threshold, static_cast<int>(settings.log_level), hash);
+    child_env[kCheckedMarker] = marker;
+}
+
 bool continuing_on_error() {
     const char *mode = getenv("SPILLWAY_ON_ERROR");
     return mode && strcmp(mode, "continue") == 0;
@@ -207,7 +223,9 @@ int run_command(const Args &args) {
     ChildConfig config = compose_child_config(settings, user_config ? user_config : "");
     if (!config.error.empty()) return fail("run", config.error);
     if (!config.config_path.empty()) child_env["SPILLWAY_CONFIG"] = config.config_path;
+    if (!config.stats_pattern.empty()) child_env["SPILLWAY_STATS"] = config.stats_pattern;
     child_env["LD_PRELOAD"] = compose_ld_preload(library.found, getenv("LD_PRELOAD"));
+    mark_settings_judged(settings, child_env);
 
     Recorder recorder;
     if (!opts.record_path.empty()) {

@@ -205,11 +205,7 @@ std::string draw_chart(const Chart &c, const Timeline &tl, double t_max, double 
     for (const auto &h : c.horizontals) peak = std::max(peak, h.second / c.scale);
     double y_step = 1;
     double y_max = nice_axis_max(peak, y_step);
-    double legend_rows = (double)((c.lines.size() + c.horizontals.size() + 2) / 3 + 1);
-    double svg_h = T + H + 45 + 18 * legend_rows;
-    std::string out = "<figure>\n<svg width=\"820\" height=\"" + fmt("%.0f", svg_h) +
-                      "\" viewBox=\"0 0 820 " + fmt("%.0f", svg_h) + "\" role=\"img\">\n";
-    out += "<title>" + escape(c.title) + "</title>\n";
+    std::string out = "<title>" + escape(c.title) + "</title>\n";
     out += "<text x=\"410\" y=\"18\" text-anchor=\"middle\" class=\"title\">" + escape(c.title) + "</text>\n";
     // Grid and axes.
     for (int i = 0; i * y_step <= y_max + y_step / 2; i++) { // counted, so 0.2 steps do not drift
@@ -279,15 +275,22 @@ std::string draw_chart(const Chart &c, const Timeline &tl, double t_max, double 
     if (any_fallback) legend.push_back({"fallback", "class=\"fallback\""});
     if (any_move) legend.push_back({"move (backing changed)", "class=\"move\""});
     legend.push_back({"exit", "class=\"exit\""});
-    // Legend, three to a row.
+    // Legend: as many columns (up to 3) as its longest label lets fit (about 7 px a character).
+    size_t longest = 0;
+    for (const auto &entry : legend) longest = std::max(longest, entry.first.size());
+    size_t columns = std::clamp<size_t>((size_t)(W / (7.0 * (double)longest + 40)), 1, 3);
+    double column_w = W / (double)columns;
     for (size_t i = 0; i < legend.size(); i++) {
-        double lx = L + (double)(i % 3) * 250, ly = T + H + 50 + 18 * (double)(i / 3);
+        double lx = L + (double)(i % columns) * column_w, ly = T + H + 50 + 18 * (double)(i / columns);
         out += "<line x1=\"" + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", ly - 4) + "\" x2=\"" + fmt("%.1f", lx + 24) +
                "\" y2=\"" + fmt("%.1f", ly - 4) + "\" " + legend[i].second + "/>\n";
         out += "<text x=\"" + fmt("%.1f", lx + 30) + "\" y=\"" + fmt("%.1f", ly) + "\">" + escape(legend[i].first) +
                "</text>\n";
     }
-    return out + "</svg>\n</figure>\n";
+    double rows = (double)((legend.size() + columns - 1) / columns);
+    std::string svg_h = fmt("%.0f", T + H + 40 + 18 * (rows + 1));
+    return "<figure>\n<svg width=\"820\" height=\"" + svg_h + "\" viewBox=\"0 0 820 " + svg_h + "\" role=\"img\">\n" +
+           out + "</svg>\n</figure>\n";
 }
 
 const size_t kMaxRegionsPerProcess = 8;

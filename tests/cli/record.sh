@@ -2,7 +2,8 @@
 # record.sh SPILLWAY — `spillway run --record`: a real job sampled into JSON
 # lines (head, samples naming its pid, rank, disk region and cgroup, the
 # shim's exit stats, the end line with the status passed through), every
-# line valid JSON; `spillway report` sums it up; a bad record path stops the
+# line valid JSON; `spillway report` sums it up, and with -o draws it as a
+# self-contained HTML page; a bad record path stops the
 # run before the command runs; report refuses a file that is no recording.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -55,6 +56,49 @@ expect_contains "$out" "with status 3" "report status"
 printf '%s\n' "$out" | grep -qE "^cgroup /.* \(v[12]\): peak [0-9.]+[KMGT]?i?B" || fail "no cgroup peak in: $out"
 printf '%s\n' "$out" | grep -qE "^  $pid +5 +python3 +[0-9.]+[KMG]iB +16.0MiB " || fail "no line for pid $pid, rank 5: $out"
 expect_contains "$out" "by phase" "phase table"
+
+# The same recording as one self-contained HTML page: it parses (tags
+# balanced, as HTML and as XML), names no URL and loads no script, and its
+# charts hold one point per sample for the cgroup and the job's region.
+page="$SCRATCH/report.html"
+out=$("$spillway" report "$rec" -o "$page" 2>&1); expect_status 0 $? "report -o"
+[ -z "$out" ] || fail "report -o printed: $out"
+[ -s "$page" ] && [ ! -e "$page.tmp" ] || fail "report -o left no page (or its temporary) at $page"
+"$py" - "$rec" "$page" "$pid" <<'PY' || fail "the HTML report does not hold what it should (see above)"
+import json, re, sys
+from html.parser import HTMLParser
+rec, page, pid = sys.argv[1], open(sys.argv[2]).read(), sys.argv[3]
+void = {"meta", "br", "img", "input", "hr", "link"}
+class Check(HTMLParser):
+    def __init__(self):
+        super().__init__(); self.stack = []; self.tags = []
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag not in void: self.stack.append(tag)
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes {self.stack[-1:]}"
+        self.stack.pop()
+c = Check(); c.feed(page); c.close()
+assert not c.stack, f"unclosed: {c.stack}"
+assert not re.search(r"https?://|<script|<link|@import|url\(", page), "the page refers to something outside itself"
+samples = [l for l in map(json.loads, open(rec)) if "t" in l]
+lines = [(t, a) for t, a in c.tags if t == "polyline"]
+usage = [a for t, a in lines if a["data-series"] == "usage"]
+with_cg = [s for s in samples if any(g["known"] for g in s["cgroups"])]
+assert usage and len(usage[0]["points"].split()) == len(with_cg), (len(usage), len(with_cg))
+region = [a for t, a in lines if a["data-series"].endswith(" disk 16.0MiB resident")]
+with_region = [s for s in samples if any(p["regions"] for p in s["processes"])]
+assert region and len(region[0]["points"].split()) == len(with_region), (region, len(with_region))
+assert f"pid {pid} python3 rank 5" in page, "no chart for the job's process"
+assert "exit status 3 at " in page and "time since start (s)" in page, "no exit marker or time axis"
+PY
+xmllint --noout "$page" 2>/dev/null || [ $? = 127 ] || fail "the HTML report is not well-formed XML: $(xmllint --noout "$page" 2>&1 | head -3)"
+err=$("$spillway" report "$rec" -o "$SCRATCH/no/such/dir/r.html" 2>&1); expect_status 1 $? "report -o to an unwritable path"
+expect_lines 1 "$err" "report -o to an unwritable path"
+expect_contains "$err" "choose a writable path" "report -o to an unwritable path"
+"$spillway" report "$rec" -o 2>/dev/null; expect_status 2 $? "report -o without a file name"
 
 # A record path that cannot be written stops the run before the command runs.
 err=$("$spillway" run -q --record "$SCRATCH/no/such/dir/r.jsonl" --dir "$spill" -- touch "$SCRATCH/ran" 2>&1)

@@ -76,6 +76,7 @@ struct Track {
     uint64_t pages = 0;
     uint64_t *bits = nullptr; // presence at the last look, 1 bit per page
     CallSite *site = nullptr;
+    bool advice_pinned = false; // the user's advice: never changed, only read ahead of
     int fd = -1;              // its spill file (for the device's read-ahead)
     Verdict verdict = Verdict::undecided;
     uint64_t last_look_ns = 0;
@@ -133,6 +134,7 @@ bool refresh_tracks(uint64_t now) {
             t.pages = r->map_len / kPage;
             t.site = r->site;
             t.fd = r->file ? r->file->fd : -1;
+            t.advice_pinned = r->advice_pinned;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -182,7 +184,7 @@ void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
         r->phase_since_ns.store(now, std::memory_order_relaxed);
         r->phase.store((uint8_t)v, std::memory_order_release);
     }
-    if (r->advice != want) advise_region(r, want);
+    if (r->advice != want && !t.advice_pinned) advise_region(r, want);
 }
 
 void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
@@ -358,7 +360,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     // ahead of the writer and page out what it just wrote.
     if (t.streaming && !t.fed) {
         t.fed = t.front + kFedMarginPages < filled_before;
-        if (t.fed) t.kernel_feeds = read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
+        if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
     }
     publish(t, v, changed, now, fault_rate);
     if (t.streaming && t.fed && !t.kernel_feeds) feed_stream(t);

@@ -11,8 +11,12 @@
 #  - a following sequential pass is published sequential
 #    (spillway_access_phase) and gets read-ahead: more than 32 KiB read per
 #    major fault (4-8 KiB without it under MADV_RANDOM; measured 81-372);
-#  - a random phase after the pass is back to <= 64 KiB per fault
-#    (measured 4 KiB in every run).
+#  - a random phase after the pass is back to <= 64 KiB per fault over
+#    2,000 touches. The pass is fed by the kernel's read-ahead
+#    (MADV_SEQUENTIAL: read_ahead_kb >= 1 MiB), so the first random faults
+#    after it read whole windows until the next stream tick (20 ms) switches
+#    to MADV_RANDOM: 32-48 MiB measured. Over 600 touches that switch alone
+#    made 110 KiB per fault in one run of 4; over 2,000 it is ~25.
 # Asserts behaviour, not time. Needs root and a memory cgroup; otherwise it
 # reports a skip (exit 77). The mount, loop device and cgroup are removed
 # on any exit (gather_probe.sh does that).
@@ -25,7 +29,7 @@ if [ "$(id -u)" -ne 0 ] || ! command -v losetup >/dev/null || ! command -v mkfs.
   exit 77
 fi
 out=$(PROBE=$probe NAME=detector-test IMAGE_GB=1 bash "$here/../bench/gather_probe.sh" "$lib" 8192 128M \
-        --size 512M --touches 600 --floor-mb 0 --phases fill,idle,rand,seq,rand)
+        --size 512M --touches 2000 --floor-mb 0 --phases fill,idle,rand,seq,rand)
 echo "$out"
 field() { # field PHASE_INDEX NAME
   echo "$out" | grep '^phase=' | sed -n "$1p" | tr ' ' '\n' | sed -n "s/^$2=//p"
@@ -35,7 +39,7 @@ check() { # check DESCRIPTION AWK_CONDITION VALUE
   if awk -v v="$3" "BEGIN { exit !($2) }"; then echo "ok: $1 ($3)"; else echo "FAIL: $1 ($3)"; fail=1; fi
 }
 check "first random phase reads at most 256 KiB per fault" "v <= 256" "$(field 2 kib_per_fault)"
-check "the random phase took major faults" "v >= 300" "$(field 2 majflt)"
+check "the random phase took major faults" "v >= 1000" "$(field 2 majflt)"
 check "the sequential pass was published sequential" "v >= 0" "$(field 3 verdict_ms)"
 check "the sequential pass got read-ahead (KiB per fault)" "v > 32" "$(field 3 kib_per_fault)"
 check "random again: at most 64 KiB per fault" "v <= 64" "$(field 4 kib_per_fault)"

@@ -33,6 +33,18 @@ struct Rule {
     int line = 0;
 };
 
+// [tiering]: moving live regions between disk and memory in place
+// (shim/tiering.h says when and why).
+struct TierSettings {
+    bool enabled = true;
+    uint64_t min_size = 64ull << 20;      // smaller regions never move
+    uint64_t promote_rate = 1ull << 30;   // bytes per second of promotions, at most
+    unsigned interval_ms = 100;           // how often the controller looks
+    unsigned cooldown_ms = 10000;         // before a moved region may move again (doubles each time)
+    uint64_t demote_margin = 128ull << 20; // demote when unreclaimable usage is this close to the limit
+    unsigned horizon_ms = 500;            // ...or would be at the current growth rate within this
+};
+
 struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = 64ull << 20;
@@ -50,6 +62,7 @@ struct Settings {
     bool learn = true;
     bool shm_redirect = true;
     uint64_t shm_min = 64ull << 20;
+    TierSettings tiering;
     std::vector<Rule> rules;
 };
 

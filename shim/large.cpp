@@ -10,6 +10,8 @@
 #include "log.h"
 #include "policy.h"
 #include "reaper.h"
+#include "rehome.h"
+#include "tiering_loop.h"
 #include "sampler.h"
 #include "region.h"
 #include "stats.h"
@@ -168,6 +170,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         (map_len >= kNoReadaroundBelow ||
          (r->site && r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)))
         sampler_notice(); // learns the site's access, and keeps the region's advice current
+    if (map_len >= g_settings->tiering.min_size) tiering_notice(); // starts the controller once
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -185,6 +188,7 @@ void large_free(void *p) {
 }
 
 void large_retire(Region *r) {
+    pin_region_for_good(r); // a tiering move under way finishes first; none starts after
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = unmapped && release_backing(r);
@@ -250,6 +254,7 @@ static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
 void *large_realloc(void *p, size_t size) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p || r->freed.load()) invalid_pointer("realloc", p);
+    RegionPin pin(r); // the tiering mover keeps off while it is resized
     if (size < g_large_threshold) {
         void *q = mi_malloc(size);
         if (!q) {
@@ -257,6 +262,7 @@ void *large_realloc(void *p, size_t size) {
             return nullptr;
         }
         memcpy(q, p, size < r->map_len ? size : r->map_len); // an alignment-only region can be smaller
+        pin.release(); // before the free: the region may be gone when it returns
         large_free(p);
         return q;
     }
@@ -304,6 +310,7 @@ void *large_realloc(void *p, size_t size) {
         return nullptr;
     }
     memcpy(q, p, old_len);
+    pin.release(); // before the free: the region may be gone when it returns
     large_free(p);
     g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
     return q;
@@ -311,11 +318,13 @@ void *large_realloc(void *p, size_t size) {
 
 void large_fork_prepare() {
     reaper_fork_prepare();
+    rehome_fork_prepare(); // no half-moved region in the child
     large_lock().lock();
 }
 
 void large_fork_parent() {
     large_lock().unlock();
+    rehome_fork_parent();
     reaper_fork_parent();
 }
 
@@ -338,6 +347,8 @@ void large_fork_child() {
     large_lock().unlock();
     reaper_after_fork_child();
     sampler_after_fork_child();
+    rehome_fork_child();
+    tiering_after_fork_child();
     stats_after_fork_child();
 }
 

@@ -57,10 +57,12 @@ struct Candidate {
 // readahead again when a later pass streams through it.
 void readvise(const Candidate &c, Verdict v) {
     int want = v == Verdict::random ? MADV_RANDOM : MADV_SEQUENTIAL;
-    if (v == Verdict::sequential && c.len < kNoReadaroundBelow) return;
     std::lock_guard<std::mutex> guard(large_lock());
     for (Region *r = registry_first(); r; r = r->next)
         if (r == c.region && r->start == c.start && !r->freed.load()) {
+            uint8_t phase = v == Verdict::random ? 2 : 1; // read by the tiering controller
+            if (r->phase.exchange(phase) != phase) r->phase_since_ns.store(now_ns());
+            if (v == Verdict::sequential && c.len < kNoReadaroundBelow) return;
             advise_region(r, want);
             return;
         }

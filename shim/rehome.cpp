@@ -212,6 +212,13 @@ int restore_chunk(const Source &s, size_t off, size_t n) {
     return p == MAP_FAILED ? -errno : 0;
 }
 
+// Waits for [off, off+n) of fd to be written, then drops it from page cache.
+void settle(int fd, size_t off, size_t n) {
+    sync_file_range(fd, (off_t)off, (off_t)n,
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+}
+
 void set_chunk(uintptr_t a, uintptr_t b) {
     g_chunk_end.store(0); // never a range that mixes two chunks
     g_chunk_start.store(a);
@@ -238,7 +245,6 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             timespec ts = {0, 5'000'000};
             nanosleep(&ts, nullptr);
         }
-        uint64_t c0 = now_ns();
         char *dest_map = nullptr;
         if (to_memory) {
             void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
@@ -248,18 +254,15 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             }
             dest_map = (char *)m;
         }
+        // A first copy while writers still run: it reads what is not in
+        // page cache and allocates the new home's pages, so the read-only
+        // window below is one memory-speed copy, not disk reads or reclaim.
+        rc = copy_chunk(src, dest, dest_map, done, n);
+        uint64_t c0 = now_ns(); // writers into this chunk wait from here
         set_chunk(a, a + n);
-        if (mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
         if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         if (dest_map) munmap(dest_map, n);
-        if (rc == 0 && write_back) {
-            // The bytes must leave RAM, not become dirty page cache that a
-            // cgroup v1 limit reclaims poorly: write them, then drop them
-            // (before they are mapped, so no page-table entry pins them).
-            sync_file_range(dest->fd, (off_t)done, (off_t)n,
-                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
-            posix_fadvise(dest->fd, (off_t)done, (off_t)n, POSIX_FADV_DONTNEED);
-        }
         if (rc == 0) {
             void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
             if (p == MAP_FAILED) rc = -errno;
@@ -272,8 +275,21 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         set_chunk(0, 0);
         uint64_t chunk_ns = now_ns() - c0;
         if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
-        if (rc == 0) done += n;
+        if (rc != 0) break;
+        if (write_back) {
+            // The bytes must leave RAM, not stay dirty page cache that a
+            // cgroup v1 limit reclaims poorly. Writing starts now; two chunks
+            // later it is waited for and the clean pages dropped (a freshly
+            // mapped chunk has no page-table entries to keep them), so
+            // writeback overlaps the copy and never holds writers up.
+            sync_file_range(dest->fd, (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);
+            if (done >= 2 * kChunk) settle(dest->fd, done - 2 * kChunk, kChunk);
+        }
+        done += n;
     }
+    if (rc == 0 && write_back)
+        for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)
+            settle(dest->fd, back, done - back < kChunk ? done - back : kChunk);
     if (rc != 0) {
         // Undo: every chunk already on dest goes back, with what was written since.
         for (size_t back = 0; back < done; back += kChunk) {

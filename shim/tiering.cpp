@@ -101,10 +101,9 @@ std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t
     return plan;
 }
 
-double update_growth(double rate, uint64_t prev, uint64_t value, uint64_t dt_ns) {
-    if (dt_ns == 0) return rate;
-    double now = ((double)value - (double)prev) * 1e9 / (double)dt_ns;
-    return rate / 2 + now / 2;
+double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns) {
+    if (dt_ns == 0) return 0;
+    return ((double)value - (double)prev) * 1e9 / (double)dt_ns;
 }
 
 } // namespace spillway

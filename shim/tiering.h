@@ -58,7 +58,7 @@ std::vector<size_t> plan_promotions(const std::vector<TierCandidate> &c, uint64_
 struct PressureInput {
     bool limited = false;
     uint64_t limit = 0, unreclaimable = 0;
-    double growth = 0;           // bytes per second of unreclaimable usage (EWMA; may be < 0)
+    double growth = 0;           // sustained bytes per second of unreclaimable usage (may be < 0)
     uint64_t new_max_events = 0; // cgroup v2 memory.events max + oom since the last look
     double psi_some_avg10 = 0;   // cgroup v2 memory.pressure, percent
 };
@@ -82,7 +82,11 @@ PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s);
 std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t need,
                                    const TierSettings &s);
 
-// Growth rate estimate: an EWMA of (value - prev) / dt, weight 1/2.
-double update_growth(double rate, uint64_t prev, uint64_t value, uint64_t dt_ns);
+// Growth rate of usage over one look: (value - prev) / dt, bytes per second.
+double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns);
+// What the forecast uses: growth sustained over the last two looks (the
+// smaller rate). A single jump — one large allocation, or another process
+// of the cgroup promoting a region — is not a trend.
+inline double sustained_growth(double previous, double now) { return previous < now ? previous : now; }
 
 } // namespace spillway

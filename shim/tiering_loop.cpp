@@ -72,7 +72,7 @@ History *history_of(const Region *r, uintptr_t start, bool create) {
 struct State {
     bool have_prev = false;
     uint64_t prev_ns = 0, prev_unreclaimable = 0;
-    double growth = 0;
+    double last_rate = 0, growth = 0;
     bool have_events = false;
     uint64_t events = 0;
     double tokens = 0;
@@ -200,13 +200,16 @@ unsigned tick(State &st) {
     const TierSettings &ts = settings.tiering;
     uint64_t now = now_ns();
     MemoryFigures f = read_memory_figures();
+    if (!st.have_prev) st.last_rate = st.growth = 0;
     if (!f.limited) {
         st.have_prev = false;
         return 1000; // nothing to budget
     }
     uint64_t unreclaimable = f.usage - f.reclaimable;
     if (st.have_prev) {
-        st.growth = update_growth(st.growth, st.prev_unreclaimable, unreclaimable, now - st.prev_ns);
+        double rate = growth_rate(st.prev_unreclaimable, unreclaimable, now - st.prev_ns);
+        st.growth = sustained_growth(st.last_rate, rate);
+        st.last_rate = rate;
         st.tokens += (double)ts.promote_rate * (double)(now - st.prev_ns) / 1e9;
         if (st.tokens > (double)ts.promote_rate) st.tokens = (double)ts.promote_rate;
     }

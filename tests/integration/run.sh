@@ -43,9 +43,9 @@ results_init
 say "shim: $SHIM"
 [ -n "$HELPER_DIR" ] && say "Python helper: $HELPER_DIR" || say "Python helper: missing (scenario 4's Python part will fail)"
 
-scenarios=${SPILLWAY_INT_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12 13}
+scenarios=${SPILLWAY_INT_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12 13 14}
 for id in $scenarios; do
-    declare -F "scenario_$id" >/dev/null || die "no scenario '$id'; choose among 1 to 13"
+    declare -F "scenario_$id" >/dev/null || die "no scenario '$id'; choose among 1 to 14"
     rows_before=$(grep -c . "$ROWS_FILE" || true)
     # A scenario script that breaks part-way is a failed scenario, never a
     # missing row.

@@ -138,10 +138,11 @@ TEST_CASE("demotion: memory and anon only, coldest first, until the need is cove
     CHECK(plan[2] == 1);
 }
 
-TEST_CASE("growth rate: an average that follows the usage") {
-    double r = update_growth(0, 100 * MiB, 200 * MiB, S / 10); // 1000 MiB/s this tick
-    CHECK(r == Approx(500.0 * MiB));
-    r = update_growth(r, 200 * MiB, 200 * MiB, S / 10);
-    CHECK(r == Approx(250.0 * MiB));
-    CHECK(update_growth(r, 1, 2, 0) == r);
+TEST_CASE("growth: a rate per look, and only growth sustained over two looks is a trend") {
+    CHECK(growth_rate(100 * MiB, 200 * MiB, S / 10) == Approx(1000.0 * MiB));
+    CHECK(growth_rate(200 * MiB, 100 * MiB, S / 10) == Approx(-1000.0 * MiB));
+    CHECK(growth_rate(1, 2, 0) == 0);
+    CHECK(sustained_growth(0, 4000.0 * MiB) == 0);          // one jump
+    CHECK(sustained_growth(300.0 * MiB, 350.0 * MiB) == Approx(300.0 * MiB));
+    CHECK(sustained_growth(-5.0, 100.0) == -5.0);
 }

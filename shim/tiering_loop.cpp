@@ -202,8 +202,15 @@ unsigned tick(State &st) {
     MemoryFigures f = read_memory_figures();
     if (!st.have_prev) st.last_rate = st.growth = 0;
     if (!f.limited) {
+        // No limit: nothing can press, and every random disk region fits.
         st.have_prev = false;
-        return 1000; // nothing to budget
+        Snapshot snap[kMaxCandidates];
+        unsigned n = snapshot(snap, ts.min_size);
+        std::vector<TierCandidate> cands;
+        for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
+        for (size_t i : plan_promotions(cands, UINT64_MAX, (double)ts.promote_rate, now, ts))
+            promote(snap[i], f.where, settings.memory_reserve, now_ns());
+        return ts.interval_ms;
     }
     uint64_t unreclaimable = f.usage - f.reclaimable;
     if (st.have_prev) {

@@ -7,7 +7,8 @@
 // tiering.min_size, tiering.enabled), with signals blocked and SCHED_BATCH;
 // it holds the large lock only to copy a snapshot of the live regions, and
 // re-checks a region under it before moving it (rehome_region_checked);
-// without a memory limit it only looks once a second and never moves.
+// without a memory limit nothing is demoted and every random-phase disk
+// region is promoted (one second's promote_rate per look).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace spillway {
@@ -77,15 +78,23 @@ namespace {
 // The locked file; unlocked and closed on destruction.
 struct LockedFile {
     int fd = -1;
-    LockedFile(int dir_fd, const std::string &cgroup) {
+    int dir = -1;
+    std::string name;
+    LockedFile(int dir_fd, const std::string &cgroup) : dir(dir_fd), name(claims_file_name(cgroup)) {
         if (dir_fd < 0) return;
-        fd = above_stdio(openat(dir_fd, claims_file_name(cgroup).c_str(),
-                                O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (fd < 0) return;
-        int rc;
-        do rc = flock(fd, LOCK_EX);
-        while (rc != 0 && errno == EINTR);
-        if (rc != 0) {
+        // The last claimant unlinks an empty file (the spill directory must
+        // hold nothing once a job is over): a file locked after that is
+        // stale, so lock, then check it is still the one the name points at.
+        for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+            fd = above_stdio(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+            if (fd < 0) return;
+            int rc;
+            do rc = flock(fd, LOCK_EX);
+            while (rc != 0 && errno == EINTR);
+            struct stat held, named;
+            if (rc == 0 && fstat(fd, &held) == 0 && fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+                held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+                return;
             close(fd);
             fd = -1;
         }
@@ -108,6 +117,10 @@ struct LockedFile {
         return text;
     }
     void write_all(const std::string &text) const {
+        if (text.empty()) { // nobody claims anything: leave no file behind
+            unlinkat(dir, name.c_str(), 0);
+            return;
+        }
         if (ftruncate(fd, 0) != 0) return;
         ssize_t ignored = pwrite(fd, text.data(), text.size(), 0);
         (void)ignored;

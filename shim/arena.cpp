@@ -1,6 +1,9 @@
 // arena.cpp — see arena.h. The free list is a sorted array of granule runs
 // kept in memory we map ourselves, so the large path never re-enters malloc
-// while it holds the lock, and a fork child inherits a consistent copy.
+// while it holds the lock, and a fork child inherits a consistent copy. The
+// slot table is two-level (a page of slots per kSlotPageBytes of arena,
+// mapped as the range grows and never unmapped), so lock-free readers never
+// see it move and it costs 4 KiB per GiB in use.
 #include "arena.h"
 
 #include "log.h"
@@ -9,10 +12,14 @@
 #include <cstring>
 #include <sys/mman.h>
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
 namespace spillway::arena {
 
 uintptr_t g_base = 0;
-uintptr_t g_size = 0;
+std::atomic<uintptr_t> g_size{0};
 
 namespace {
 
@@ -21,18 +28,25 @@ struct Run {
     size_t count;
 };
 
+constexpr size_t kSlotsPerPage = kSlotPageBytes / kGranule;
+constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
 Run *g_runs = nullptr;        // sorted by first, non-adjacent
 size_t g_run_count = 0;
-size_t g_run_capacity = 0;    // fixed at reserve(): one run per two granules is the worst case
-std::atomic<Region *> *g_slots = nullptr;
-size_t g_slot_count = 0;
+size_t g_run_capacity = 0;    // one run per two granules of the reservation is the worst case
+std::atomic<std::atomic<Region *> *> *g_slot_pages = nullptr; // one entry per kSlotPageBytes
+size_t g_slot_page_count = 0;
+size_t g_max = 0;
 size_t g_free_granules = 0;
+bool g_growth_warned = false;
 
 void *map_table(size_t bytes) {
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kReserveFlags, -1, 0);
     return p == MAP_FAILED ? nullptr : p;
 }
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+size_t size_now() { return g_size.load(std::memory_order_relaxed); }
 
 void insert_run(size_t at, Run r) {
     memmove(&g_runs[at + 1], &g_runs[at], (g_run_count - at) * sizeof(Run));
@@ -71,87 +85,8 @@ void carve(size_t run_index, size_t first, size_t count) {
     g_free_granules -= count;
 }
 
-} // namespace
-
-bool reserve(size_t preferred) {
-    // Try the preferred size, then smaller ones: a ulimit -v or a small
-    // vm.mmap_min/overcommit setting must degrade routing, not start-up.
-    for (size_t bytes = preferred; bytes >= (size_t(64) << 30); bytes /= 2) {
-        size_t n = bytes / kGranule;
-        size_t run_cap = n / 2 + 2;
-        void *table = map_table(n * sizeof(std::atomic<Region *>));
-        void *runs = map_table(run_cap * sizeof(Run));
-        // Over-reserve one granule so the base can be granule-aligned.
-        void *p = mmap(nullptr, bytes + kGranule, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (!table || !runs || p == MAP_FAILED) {
-            if (table) munmap(table, n * sizeof(std::atomic<Region *>));
-            if (runs) munmap(runs, run_cap * sizeof(Run));
-            if (p != MAP_FAILED) munmap(p, bytes + kGranule);
-            continue;
-        }
-        uintptr_t raw = (uintptr_t)p;
-        uintptr_t base = (raw + kGranule - 1) & ~(uintptr_t)(kGranule - 1);
-        if (base > raw) munmap(p, base - raw);
-        uintptr_t end = base + bytes, raw_end = raw + bytes + kGranule;
-        if (raw_end > end) munmap((void *)end, raw_end - end);
-        g_slots = static_cast<std::atomic<Region *> *>(table);
-        g_slot_count = n;
-        g_runs = static_cast<Run *>(runs);
-        g_run_capacity = run_cap;
-        g_runs[0] = {0, n};
-        g_run_count = 1;
-        g_free_granules = n;
-        g_base = base;
-        std::atomic_thread_fence(std::memory_order_release);
-        g_size = bytes; // last: owns() turns true only for a complete arena
-        return true;
-    }
-    return false;
-}
-
-void release_for_tests() {
-    if (!g_size) return;
-    munmap((void *)g_base, g_size);
-    munmap(g_slots, g_slot_count * sizeof(std::atomic<Region *>));
-    munmap(g_runs, g_run_capacity * sizeof(Run));
-    g_size = 0;
-    g_base = 0;
-    g_slots = nullptr;
-    g_runs = nullptr;
-    g_run_count = g_slot_count = g_free_granules = 0;
-}
-
-uintptr_t take(size_t bytes, size_t align) {
-    size_t count = granules(bytes);
-    size_t align_g = align / kGranule;
-    if (align_g == 0) align_g = 1;
-    // Address alignment == granule-index alignment only if base is aligned too.
-    for (size_t i = 0; i < g_run_count; i++) {
-        Run r = g_runs[i];
-        uintptr_t addr = g_base + r.first * kGranule;
-        uintptr_t aligned = (addr + align - 1) & ~(uintptr_t)(align - 1);
-        size_t first = (aligned - g_base) / kGranule;
-        if (first + count <= r.first + r.count) {
-            carve(i, first, count);
-            return g_base + first * kGranule;
-        }
-    }
-    return 0;
-}
-
-bool extend(uintptr_t start, size_t old_bytes, size_t new_bytes) {
-    size_t old_end = (start - g_base) / kGranule + granules(old_bytes);
-    size_t need = granules(new_bytes) - granules(old_bytes);
-    if (need == 0) return true;
-    size_t i = lower_bound(old_end);
-    if (i == g_run_count || g_runs[i].first != old_end || g_runs[i].count < need) return false;
-    carve(i, old_end, need);
-    return true;
-}
-
-void give_back(uintptr_t start, size_t bytes) {
-    size_t first = (start - g_base) / kGranule, count = granules(bytes);
+// Adds [first, first+count) to the free runs, joining its neighbours.
+void add_free(size_t first, size_t count) {
     size_t i = lower_bound(first);
     bool join_prev = i > 0 && g_runs[i - 1].first + g_runs[i - 1].count == first;
     bool join_next = i < g_run_count && g_runs[i].first == first + count;
@@ -171,33 +106,247 @@ void give_back(uintptr_t start, size_t bytes) {
     g_free_granules += count;
 }
 
+// Room in the run table for a reservation of `granule_count` granules.
+bool ensure_run_capacity(size_t granule_count) {
+    size_t need = granule_count / 2 + 2;
+    if (need <= g_run_capacity) return true;
+    size_t cap = need * 2;
+    Run *runs = static_cast<Run *>(map_table(cap * sizeof(Run)));
+    if (!runs) return false;
+    if (g_runs) {
+        memcpy(runs, g_runs, g_run_count * sizeof(Run));
+        munmap(g_runs, g_run_capacity * sizeof(Run));
+    }
+    g_runs = runs;
+    g_run_capacity = cap;
+    return true;
+}
+
+// Slot pages for the first `bytes` of the arena.
+bool ensure_slot_pages(size_t bytes) {
+    size_t pages = round_up(bytes, kSlotPageBytes) / kSlotPageBytes;
+    for (size_t i = 0; i < pages && i < g_slot_page_count; i++) {
+        if (g_slot_pages[i].load(std::memory_order_relaxed)) continue;
+        void *page = map_table(kSlotsPerPage * sizeof(std::atomic<Region *>));
+        if (!page) return false;
+        g_slot_pages[i].store(static_cast<std::atomic<Region *> *>(page), std::memory_order_release);
+    }
+    return true;
+}
+
+void growth_failed(size_t want, int err) {
+    if (g_growth_warned) return;
+    g_growth_warned = true;
+    const char *what = err == EEXIST ? "another mapping sits right after it"
+                       : err == ENOMEM ? "the address-space limit (RLIMIT_AS, ulimit -v) forbids it"
+                       : err == E2BIG ? "that is past its maximum"
+                                      : strerror(err);
+    SPW_LOG(warn, "cannot grow the address range for large regions from %zu to %zu MiB (%s); "
+                  "allocations that do not fit use ordinary memory and are NOT protected by "
+                  "spillway", size_now() >> 20, want >> 20, what);
+}
+
+// Grows the reservation so that it covers granules [0, end_granule).
+bool grow_to(size_t end_granule) {
+    size_t old = size_now();
+    if (end_granule > g_max / kGranule) {
+        growth_failed(end_granule * kGranule, E2BIG);
+        return false;
+    }
+    size_t want = round_up(end_granule * kGranule, kStepBytes);
+    if (want > g_max) want = g_max;
+    if (want <= old) return true;
+    if (!ensure_slot_pages(want) || !ensure_run_capacity(want / kGranule)) {
+        growth_failed(want, ENOMEM);
+        return false;
+    }
+    void *at = (void *)(g_base + old);
+    void *p = mmap(at, want - old, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p != at) {
+        int err = p == MAP_FAILED ? errno : EEXIST;
+        if (p != MAP_FAILED) munmap(p, want - old); // a kernel without NOREPLACE took it as a hint
+        growth_failed(want, err);
+        return false;
+    }
+    add_free(old / kGranule, (want - old) / kGranule);
+    g_size.store(want, std::memory_order_release);
+    return true;
+}
+
+// Gives back the top of the reservation when more than one step of it is free.
+void maybe_shrink() {
+    if (!g_run_count) return;
+    size_t old = size_now();
+    Run &last = g_runs[g_run_count - 1];
+    if (last.first + last.count != old / kGranule) return;
+    size_t keep = round_up(last.first * kGranule, kStepBytes) + kStepBytes;
+    if (keep < kInitialBytes) keep = kInitialBytes;
+    if (keep >= old) return;
+    // Smaller first, then unmap: owns() must never claim what lands there next.
+    g_size.store(keep, std::memory_order_release);
+    munmap((void *)(g_base + keep), old - keep);
+    size_t dropped = (old - keep) / kGranule;
+    last.count -= dropped;
+    if (!last.count) erase_run(g_run_count - 1);
+    g_free_granules -= dropped;
+}
+
+// Where the range starts: the middle of the largest free gap (up to max)
+// the kernel shows us, so that ordinary mappings, placed top-down (or
+// bottom-up on a legacy layout) from the gap's edges, reach the room the
+// range grows into last. The first step is reserved there.
+uintptr_t place(size_t max) {
+    for (size_t probe = max; probe >= 4 * kInitialBytes; probe /= 2) {
+        void *p = mmap(nullptr, probe, PROT_NONE, kReserveFlags, -1, 0);
+        if (p == MAP_FAILED) continue;
+        munmap(p, probe);
+        uintptr_t mid = ((uintptr_t)p + probe / 2 + kGranule - 1) & ~(uintptr_t)(kGranule - 1);
+        void *q = mmap((void *)mid, kInitialBytes, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == (void *)mid) return mid;
+        if (q != MAP_FAILED) munmap(q, kInitialBytes);
+    }
+    // No large gap (an address-space limit already in force): anywhere,
+    // over-reserving one granule so the base can be granule-aligned.
+    void *p = mmap(nullptr, kInitialBytes + kGranule, PROT_NONE, kReserveFlags, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    uintptr_t raw = (uintptr_t)p;
+    uintptr_t base = (raw + kGranule - 1) & ~(uintptr_t)(kGranule - 1);
+    if (base > raw) munmap(p, base - raw);
+    uintptr_t end = base + kInitialBytes, raw_end = raw + kInitialBytes + kGranule;
+    if (raw_end > end) munmap((void *)end, raw_end - end);
+    return base;
+}
+
+} // namespace
+
+bool reserve(size_t max) {
+    if (size_now()) return true;
+    max = max / kSlotPageBytes * kSlotPageBytes;
+    if (max < kSlotPageBytes) max = kSlotPageBytes;
+    size_t pages = max / kSlotPageBytes;
+    auto *top = static_cast<std::atomic<std::atomic<Region *> *> *>(
+        map_table(pages * sizeof(std::atomic<Region *> *)));
+    if (!top) return false;
+    uintptr_t base = place(max);
+    if (!base) {
+        munmap(top, pages * sizeof(std::atomic<Region *> *));
+        return false;
+    }
+    g_slot_pages = top;
+    g_slot_page_count = pages;
+    g_max = max;
+    g_base = base;
+    if (!ensure_slot_pages(kInitialBytes) || !ensure_run_capacity(kInitialBytes / kGranule)) {
+        release_for_tests();
+        return false;
+    }
+    g_runs[0] = {0, kInitialBytes / kGranule};
+    g_run_count = 1;
+    g_free_granules = kInitialBytes / kGranule;
+    g_size.store(kInitialBytes, std::memory_order_release); // last: owns() turns true only for a complete arena
+    return true;
+}
+
+size_t max_bytes() { return g_max; }
+
+void release_for_tests() {
+    if (size_now()) munmap((void *)g_base, size_now());
+    for (size_t i = 0; i < g_slot_page_count; i++)
+        if (auto *page = g_slot_pages[i].load()) munmap(page, kSlotsPerPage * sizeof(std::atomic<Region *>));
+    if (g_slot_pages) munmap(g_slot_pages, g_slot_page_count * sizeof(std::atomic<Region *> *));
+    if (g_runs) munmap(g_runs, g_run_capacity * sizeof(Run));
+    g_size.store(0);
+    g_base = 0;
+    g_slot_pages = nullptr;
+    g_runs = nullptr;
+    g_run_count = g_run_capacity = g_slot_page_count = g_free_granules = g_max = 0;
+    g_growth_warned = false;
+}
+
+uintptr_t take(size_t bytes, size_t align) {
+    size_t count = granules(bytes);
+    // Address alignment == granule-index alignment only if base is aligned too.
+    for (int attempt = 0; attempt < 2; attempt++) {
+        for (size_t i = 0; i < g_run_count; i++) {
+            Run r = g_runs[i];
+            uintptr_t addr = g_base + r.first * kGranule;
+            uintptr_t aligned = (addr + align - 1) & ~(uintptr_t)(align - 1);
+            size_t first = (aligned - g_base) / kGranule;
+            if (first + count <= r.first + r.count) {
+                carve(i, first, count);
+                return g_base + first * kGranule;
+            }
+        }
+        if (attempt) break;
+        // Nothing fits: grow so that it fits at the top (after the free
+        // run that reaches the top, if there is one).
+        size_t from = size_now() / kGranule;
+        if (g_run_count && g_runs[g_run_count - 1].first + g_runs[g_run_count - 1].count == from)
+            from = g_runs[g_run_count - 1].first;
+        uintptr_t addr = g_base + from * kGranule;
+        uintptr_t aligned = (addr + align - 1) & ~(uintptr_t)(align - 1);
+        if (aligned < addr || count > (g_max / kGranule)) { // wrapped, or more than the arena
+            growth_failed(g_max + kGranule, E2BIG);
+            return 0;
+        }
+        if (!grow_to((aligned - g_base) / kGranule + count)) return 0;
+    }
+    return 0;
+}
+
+bool extend(uintptr_t start, size_t old_bytes, size_t new_bytes) {
+    size_t old_end = (start - g_base) / kGranule + granules(old_bytes);
+    size_t need = granules(new_bytes) - granules(old_bytes);
+    if (need == 0) return true;
+    size_t i = lower_bound(old_end);
+    bool run_after = i < g_run_count && g_runs[i].first == old_end;
+    if (!run_after || g_runs[i].count < need) {
+        size_t top = size_now() / kGranule;
+        bool at_top = run_after ? g_runs[i].first + g_runs[i].count == top : old_end == top;
+        if (!at_top || need > g_max / kGranule || !grow_to(old_end + need)) return false;
+        i = lower_bound(old_end);
+        if (i == g_run_count || g_runs[i].first != old_end || g_runs[i].count < need) return false;
+    }
+    carve(i, old_end, need);
+    return true;
+}
+
+void give_back(uintptr_t start, size_t bytes) {
+    add_free((start - g_base) / kGranule, granules(bytes));
+    maybe_shrink();
+}
+
 void lose(uintptr_t start, size_t bytes) {
     SPW_LOG(warn, "address range %p+%zu inside the arena was taken by another mapping; "
                   "leaving it unused", (void *)start, bytes);
 }
 
 size_t free_bytes() { return g_free_granules * kGranule; }
+size_t used_bytes() { return size_now() - free_bytes(); }
 
 bool unmap_to_reserved(uintptr_t start, size_t bytes) {
     size_t len = granules(bytes) * kGranule;
-    void *p = mmap((void *)start, len, PROT_NONE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    void *p = mmap((void *)start, len, PROT_NONE, kReserveFlags | MAP_FIXED, -1, 0);
     return p != MAP_FAILED;
+}
+
+static std::atomic<Region *> &slot(size_t granule) {
+    return g_slot_pages[granule / kSlotsPerPage].load(std::memory_order_acquire)[granule % kSlotsPerPage];
 }
 
 void publish(Region *r, uintptr_t start, size_t bytes) {
     size_t first = (start - g_base) / kGranule, count = granules(bytes);
-    for (size_t i = 0; i < count; i++) g_slots[first + i].store(r, std::memory_order_release);
+    for (size_t i = 0; i < count; i++) slot(first + i).store(r, std::memory_order_release);
 }
 
 void unpublish(uintptr_t start, size_t bytes) {
     size_t first = (start - g_base) / kGranule, count = granules(bytes);
-    for (size_t i = 0; i < count; i++) g_slots[first + i].store(nullptr, std::memory_order_release);
+    for (size_t i = 0; i < count; i++) slot(first + i).store(nullptr, std::memory_order_release);
 }
 
 Region *region_at(const void *p) {
     if (!owns(p)) return nullptr;
-    return g_slots[((uintptr_t)p - g_base) / kGranule].load(std::memory_order_acquire);
+    return slot(((uintptr_t)p - g_base) / kGranule).load(std::memory_order_acquire);
 }
 
 } // namespace spillway::arena

@@ -1,9 +1,20 @@
 // arena.h — the one reserved virtual-address range every large region lives in.
 //
 // Invariants:
-//  * owns(p) is a single subtraction and comparison on two globals that are
-//    written once at start-up: free() pays nothing else to tell a region from
-//    a mimalloc pointer, and needs no lock.
+//  * owns(p) is a single subtraction and comparison on two globals: free()
+//    pays nothing else to tell a region from a mimalloc pointer, and needs no
+//    lock. g_base is written once at start-up; g_size grows (and shrinks) in
+//    steps, under the large-path lock, only at the top of the range.
+//  * The range is reserved in proportion to what the job uses: it starts at
+//    kInitialBytes and grows in kStepBytes steps with MAP_FIXED_NOREPLACE at
+//    its own end, into a gap chosen at start-up so that ordinary mappings
+//    approach it last; it shrinks back (keeping one step of slack) when the
+//    top empties. A process that lowers RLIMIT_AS after start-up keeps its
+//    room for threads and mappings. When the next address is taken or the
+//    limit forbids growth, take() returns 0 and the caller falls back to the
+//    small path (as when full), with one warning per process. (A table of
+//    extra ranges would cost every small free() a second test; growing one
+//    range keeps owns() to one comparison.)
 //  * Address space is handed out in granules (2 MiB), so a region's start is
 //    2 MiB-aligned (good for THP and for any alignment up to 2 MiB) and the
 //    granule index of any interior pointer finds its region in the slot table.
@@ -24,29 +35,40 @@ struct Region;
 namespace arena {
 
 constexpr size_t kGranule = size_t(2) << 20;
+constexpr size_t kStepBytes = size_t(256) << 20;  // growth step (and the slack kept)
+constexpr size_t kInitialBytes = kStepBytes;      // reserved at start-up
+constexpr size_t kSlotPageBytes = size_t(1) << 30; // arena bytes per slot-table page
 
 extern uintptr_t g_base;
-extern uintptr_t g_size; // 0 until reserve() succeeds: owns() is then false for all
+extern std::atomic<uintptr_t> g_size; // 0 until reserve() succeeds: owns() is then false for all
 
-inline bool owns(const void *p) { return (uintptr_t)p - g_base < g_size; }
+inline bool owns(const void *p) {
+    return (uintptr_t)p - g_base < g_size.load(std::memory_order_relaxed);
+}
 
-// Reserves the range (the largest of a few sizes that the kernel grants).
-bool reserve(size_t preferred_bytes);
+// Chooses where the range lives and reserves its first kInitialBytes; it may
+// later grow up to max_bytes.
+bool reserve(size_t max_bytes);
+size_t max_bytes();
 // For unit tests: forget the reservation (unmaps it).
 void release_for_tests();
 
 inline size_t granules(size_t bytes) { return (bytes + kGranule - 1) / kGranule; }
 inline size_t offset_of(uintptr_t addr) { return addr - g_base; }
 
-// First fit; align is a power of two >= kGranule. Returns 0 when full.
+// First fit; align is a power of two >= kGranule. Grows the range when
+// nothing fits; returns 0 when it cannot (the caller falls back).
 uintptr_t take(size_t bytes, size_t align);
-// Grows [start, start+old) to [start, start+new) if the space after it is free.
+// Grows [start, start+old) to [start, start+new) if the space after it is
+// free (growing the range when the region ends at its top).
 bool extend(uintptr_t start, size_t old_bytes, size_t new_bytes);
-// Returns space; the caller has already re-reserved it PROT_NONE.
+// Returns space; the caller has already re-reserved it PROT_NONE. Shrinks
+// the range when its top has more than one step free.
 void give_back(uintptr_t start, size_t bytes);
 // Marks [start, start+bytes) unusable forever (someone else mapped there).
 void lose(uintptr_t start, size_t bytes);
-size_t free_bytes();
+size_t free_bytes(); // free inside the current reservation
+size_t used_bytes(); // held by regions (or lost)
 
 // Re-reserves [start, start+bytes) PROT_NONE, replacing whatever is there.
 bool unmap_to_reserved(uintptr_t start, size_t bytes);

@@ -24,7 +24,12 @@ namespace spillway {
 namespace {
 // A pointer, not an object: the shim starts in a constructor that can run
 // before this file's static initialisers.
-SpillDir *g_dir = nullptr;
+// Replaced (never freed) once, when a private directory takes the place of
+// a refused one: readers may hold the old one.
+std::atomic<SpillDir *> g_dir{nullptr};
+bool g_private_pending = false; // create a private directory at the first spill
+bool g_allow_tmpfs = false;
+pid_t g_private_creator = 0;    // removes the (empty) private directory at exit
 uint64_t g_dedicated_min = 256ull << 20;
 std::mutex g_pool_lock; // creating pools and growing the memfd's size
 std::mutex g_dir_lock;  // opening the spill directory, once
@@ -136,22 +141,65 @@ Fallback fallback_from_errno(int err) {
 
 void backing_init(const Settings &s) {
     g_dedicated_min = s.dedicated_min;
-    g_dir = new SpillDir(open_spill_dir(s.spill_dir, s.allow_tmpfs));
+    g_allow_tmpfs = s.allow_tmpfs;
+    auto *d = new SpillDir(open_spill_dir(s.spill_dir, s.allow_tmpfs));
     // Checked now, held open only once needed (spill_dir_fd): a process that
     // never spills, like most programs a job execs, keeps no descriptor of ours.
-    if (g_dir->fd >= 0) close(g_dir->fd);
-    g_dir->fd = -1;
-    if (!g_dir->usable && s.policy != Policy::anon && s.policy != Policy::memory)
+    if (d->fd >= 0) close(d->fd);
+    d->fd = -1;
+    bool needs_disk = s.policy != Policy::anon && s.policy != Policy::memory;
+    if (needs_disk && spill_dir_falls_back(*d, s.spill_dir_given)) {
+        // The default is not ours (someone created it first), or this process
+        // changed user since the directory was chosen: a private directory
+        // keeps the job protected; it is made at the first spill, so that a
+        // process that never spills leaves nothing behind.
+        SPW_LOG(warn, "spill directory refused: %s; spilling to a new private directory "
+                      "(%s/spillway-%u.XXXXXX) instead",
+                d->why_unusable.c_str(), kPrivateSpillBase, (unsigned)geteuid());
+        d->usable = true;
+        d->path = std::string("(a private directory, made at the first spill; refused: ") + d->path + ")";
+        g_private_pending = true;
+    } else if (needs_disk && !d->usable && !spill_dir_refusal_is_fatal(*d, needs_disk)) {
         SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous memory",
-                g_dir->why_unusable.c_str());
-    else if (g_dir->on_tmpfs && g_dir->usable)
+                d->why_unusable.c_str());
+    } else if (d->on_tmpfs && d->usable) {
         SPW_LOG(warn, "spill directory %s is on tmpfs/ramfs (allowed by spill.allow_tmpfs): "
-                      "spilled bytes stay in RAM", g_dir->path.c_str());
+                      "spilled bytes stay in RAM", d->path.c_str());
+    }
+    // A fatal refusal says nothing here: start-up reports it as the config
+    // error it is (exit 78), and a warning first would contradict it.
+    g_dir.store(d, std::memory_order_release);
+}
+
+// Caller holds g_dir_lock. Returns the directory's fd or -1.
+static int open_private_dir() {
+    g_private_pending = false;
+    auto *d = new SpillDir(open_private_spill_dir(g_allow_tmpfs));
+    int fd = d->fd;
+    d->fd = -1;
+    if (d->usable) {
+        g_private_creator = getpid();
+        SPW_LOG(info, "spilling to the private directory %s", d->path.c_str());
+    } else {
+        if (fd >= 0) close(fd);
+        fd = -1;
+        SPW_LOG(warn, "%s; large allocations fall back to memory", d->why_unusable.c_str());
+    }
+    g_dir.store(d, std::memory_order_release);
+    return fd;
+}
+
+// The private directory goes with the process that made it, when empty
+// (spill files are unnamed; an exported file keeps it).
+__attribute__((destructor)) static void remove_private_dir() {
+    SpillDir *d = g_dir.load(std::memory_order_acquire);
+    if (d && g_private_creator && g_private_creator == getpid()) rmdir(d->path.c_str());
 }
 
 const SpillDir &spill_dir() {
     static const SpillDir none;
-    return g_dir ? *g_dir : none;
+    SpillDir *d = g_dir.load(std::memory_order_acquire);
+    return d ? *d : none;
 }
 static const SpillDir &dir() { return spill_dir(); }
 bool disk_usable() { return dir().usable; }
@@ -162,14 +210,20 @@ int spill_dir_fd() {
     std::lock_guard<std::mutex> guard(g_dir_lock);
     fd = g_dir_fd.load(std::memory_order_relaxed);
     if (fd >= 0) return fd;
-    fd = above_stdio(open(g_dir->path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (g_private_pending) {
+        fd = open_private_dir();
+        g_dir_fd.store(fd, std::memory_order_release);
+        return fd;
+    }
+    const SpillDir &d = dir();
+    fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
         close(fd); // replaced since start-up by something that is not ours
         fd = -1;
     }
     if (fd < 0) SPW_LOG(warn, "cannot open the spill directory %s any more (%s); large allocations "
-                              "fall back to memory", g_dir->path.c_str(), strerror(errno));
+                              "fall back to memory", d.path.c_str(), strerror(errno));
     g_dir_fd.store(fd, std::memory_order_release);
     return fd;
 }
@@ -212,9 +266,9 @@ void close_spill_file(SpillFile *f) {
     mi_free(f);
 }
 
-int back_disk(Region *r) {
+static int back_disk_in(Region *r, bool own_file) {
     if (!disk_usable()) return ENOENT;
-    if (r->map_len >= g_dedicated_min) {
+    if (own_file || r->map_len >= g_dedicated_min) {
         SpillFile *f = nullptr;
         if (int err = new_dedicated_disk_file(r->map_len, &f)) return err;
         if (int err = map_shared(r->start, r->map_len, f->fd, 0)) {
@@ -240,6 +294,9 @@ int back_disk(Region *r) {
     r->backing = Backing::disk;
     return 0;
 }
+
+int back_disk(Region *r) { return back_disk_in(r, false); }
+int back_disk_own_file(Region *r) { return back_disk_in(r, true); }
 
 int back_memory(Region *r) {
     int err = 0;
@@ -284,6 +341,9 @@ int grow_backing(Region *r, size_t new_map_len) {
             fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)add);
         return err;
     }
+    // A new mapping starts with MADV_NORMAL: give the tail the region's
+    // advice, or a random fault there reads megabytes around it.
+    if (r->advice) madvise((void *)tail, add, r->advice);
     return 0;
 }
 
@@ -309,7 +369,7 @@ bool release_backing(Region *r) {
 }
 
 int initial_advice(size_t map_len, bool random_access) {
-    return random_access || map_len < kNoReadaroundBelow ? MADV_RANDOM : MADV_SEQUENTIAL;
+    return random_access || map_len < kStreamAdviceFrom ? MADV_RANDOM : MADV_SEQUENTIAL;
 }
 
 void advise_region(Region *r, int advice) {
@@ -325,6 +385,7 @@ void backing_after_fork_child() {
     g_disk_pool = nullptr;
     g_memory_pool = nullptr;
     new (&g_pool_lock) std::mutex();
+    new (&g_dir_lock) std::mutex(); // a thread opening the directory may be gone
     for (Region *r = registry_first(); r; r = r->next)
         if (r->file) r->file->foreign = true;
 }

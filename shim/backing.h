@@ -55,6 +55,9 @@ const std::string &spill_dir_path();
 // Gives r (start, map_len set) the requested backing and maps it RW.
 // Returns 0, or an errno; on error nothing is mapped and nothing is leaked.
 int back_disk(Region *r);
+// The same in a spill file of the region's own, whatever its size (so that
+// naming it later, for another process, moves nothing).
+int back_disk_own_file(Region *r);
 int back_memory(Region *r);
 int back_anon(Region *r);
 
@@ -73,9 +76,16 @@ void close_spill_file(SpillFile *f);
 // Creates a dedicated memfd of len bytes (a promotion's new home). 0 or errno.
 int new_dedicated_memfd(size_t len, SpillFile **out);
 
-// File-backed regions below this size get MADV_RANDOM from birth (see
-// initial_advice); larger ones start MADV_SEQUENTIAL.
-constexpr size_t kNoReadaroundBelow = size_t(8) << 20;
+// Advice follows the access detector (sampler.h): MADV_SEQUENTIAL while a
+// region is streamed, MADV_RANDOM otherwise, so a fault on an evicted page
+// outside a stream reads that page (4 KiB), never the kernel's read-around
+// (read_ahead_kb, 8 MiB on the spill disk here). A region is born streaming
+// when it is at least kStreamAdviceFrom (it is about to be filled, and
+// forward read-ahead over its never-written blocks gives the writer large
+// zeroed folios: a 512 MiB fill took 1.6 s so and 11 s under MADV_RANDOM);
+// smaller ones and random-access sites start MADV_RANDOM (a first write
+// fault must not zero-fill page cache into pool neighbours).
+constexpr size_t kStreamAdviceFrom = size_t(8) << 20;
 int initial_advice(size_t map_len, bool random_access);
 
 // Sets r's madvise advice (MADV_NORMAL / SEQUENTIAL / RANDOM) if it changed.

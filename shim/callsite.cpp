@@ -10,14 +10,17 @@
 #include "log.h"
 #include "profile.h"
 #include "size_parse.h"
+#include "symbols.h"
+#include "unwind_lazy.h"
 
 #include <cstring>
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <mimalloc.h>
 #include <mutex>
 #include <new>
+#include <pthread.h>
+#include <ctime>
 #include <unistd.h>
 
 #define UNW_LOCAL_ONLY
@@ -33,6 +36,11 @@ bool g_need_names = false;
 std::atomic<CallSite *> g_buckets[kBuckets];
 std::atomic<CallSite *> g_all{nullptr};
 std::mutex g_insert_lock;
+// Held shared by every capture, exclusively by a fork's prepare handler
+// (fork_safety.h): no capture is inside libunwind when the child is made.
+pthread_rwlock_t g_capture_gate = PTHREAD_RWLOCK_INITIALIZER;
+thread_local bool t_gate_held __attribute__((tls_model("initial-exec"))) = false; // by this forking thread
+bool g_captures_off = false;  // a fork child made while a capture may have been in flight
 uintptr_t g_self_base = 0; // our own object: its frames are skipped
 uintptr_t g_self_end = 0;
 std::string *g_exe_name = nullptr;
@@ -75,37 +83,17 @@ bool module_of(uintptr_t ip, const char **module, uintptr_t *offset) {
     return true;
 }
 
-std::string demangled(const char *name) {
-    int status = 0;
-    char *d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-    std::string out = (status == 0 && d) ? d : name;
-    free(d);
-    return out;
-}
-
-// Function names of the site's frames, in order ("" when unknown). Uses a
-// cursor walk of the current stack, which contains the site's frames.
+// Function names of the site's frames, in order: exact, "name?" where the
+// name is only the nearest symbol below the address, "" when unknown
+// (symbols.h).
 std::vector<std::string> symbolize_current(const CallSite *site) {
     std::vector<std::string> names(site->depth);
-    unw_context_t ctx;
-    unw_cursor_t cursor;
-    if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return names;
-    unsigned next = 0;
-    for (int steps = 0; steps < 256 && next < site->depth && unw_step(&cursor) > 0; steps++) {
-        unw_word_t ip = 0;
-        unw_get_reg(&cursor, UNW_REG_IP, &ip);
-        if ((uintptr_t)ip != site->frames[next]) continue;
-        char buf[512];
-        unw_word_t off = 0;
-        if (unw_get_proc_name(&cursor, buf, sizeof buf, &off) == 0) names[next] = demangled(buf);
-        next++;
-    }
-    // Frames the cursor did not reach: exported symbols via dladdr.
     for (unsigned i = 0; i < site->depth; i++) {
-        if (!names[i].empty()) continue;
         Dl_info info;
-        if (dladdr((void *)(site->frames[i] - 1), &info) && info.dli_sname)
-            names[i] = demangled(info.dli_sname);
+        struct link_map *map = nullptr;
+        if (!dladdr1((void *)(site->frames[i] - 1), &info, (void **)&map, RTLD_DL_LINKMAP) || !map) continue;
+        const char *path = (map->l_name && map->l_name[0]) ? map->l_name : "/proc/self/exe";
+        names[i] = symbol_text(symbol_for(path, map->l_addr, site->frames[i]));
     }
     return names;
 }
@@ -117,22 +105,43 @@ const char *name_of(const CallSite *site, unsigned frame) {
     return n;
 }
 
-void store_names(CallSite *site, const std::vector<std::string> &names) {
+char *pack_names(const std::vector<std::string> &names) {
     size_t total = 0;
     for (const std::string &n : names) total += n.size() + 1;
     char *buf = (char *)mi_malloc(total ? total : 1);
-    if (!buf) return;
+    if (!buf) return nullptr;
     char *at = buf;
     for (const std::string &n : names) {
         memcpy(at, n.c_str(), n.size() + 1);
         at += n.size() + 1;
     }
-    site->names = buf;
+    return buf;
+}
+
+void store_names(CallSite *site, const std::vector<std::string> &names) { site->names = pack_names(names); }
+
+// The Python frame texts of a site, in order ("relpath:qualname:line").
+const char *py_name_of(const CallSite *site, unsigned frame) {
+    if (!site->py_names) return "";
+    const char *n = site->py_names;
+    for (unsigned i = 0; i < frame; i++) n += strlen(n) + 1;
+    return n;
+}
+
+// A rule's python glob must match one of the Python frames, and its native
+// keys (if any) one of the native frames.
+bool python_part_matches(const Rule &rule, const CallSite *site) {
+    if (rule.python.empty()) return true;
+    for (unsigned i = 0; i < site->py.depth; i++)
+        if (pyframe_matches(rule.python, py_name_of(site, i))) return true;
+    return false;
 }
 
 const Rule *match_rule(const CallSite *site) {
     if (g_settings->rules.empty()) return nullptr;
     for (const Rule &rule : g_settings->rules) {
+        if (!python_part_matches(rule, site)) continue;
+        if (rule.match.empty() && rule.module.empty()) return &rule;
         for (unsigned i = 0; i < site->depth; i++) {
             const char *module = "";
             uintptr_t offset = 0;
@@ -146,13 +155,25 @@ const Rule *match_rule(const CallSite *site) {
     return nullptr;
 }
 
-CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth) {
+CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth, const PyStack &py) {
     void *mem = mi_zalloc(sizeof(CallSite));
     if (!mem) return nullptr;
     CallSite *site = new (mem) CallSite();
     site->key = key;
     site->depth = depth;
     uint64_t identity = 0xcbf29ce484222325ull;
+    site->py = py;
+    if (py.depth) {
+        std::vector<std::string> texts;
+        for (unsigned i = 0; i < py.depth; i++) {
+            texts.push_back(pyframes_text(py, i));
+            // Line apart from "relpath:qualname", like offset apart from module.
+            const std::string &t = texts.back();
+            size_t colon = t.rfind(':');
+            identity = identity_hash_step(identity, t.substr(0, colon).c_str(), (uintptr_t)py.frames[i].line);
+        }
+        site->py_names = pack_names(texts);
+    }
     for (unsigned i = 0; i < depth; i++) {
         site->frames[i] = frames[i];
         const char *module = "?";
@@ -193,15 +214,22 @@ void callsite_init(const Settings &s) {
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
     g_exe_name = new std::string(n > 0 ? base_name(exe) : "main");
+    pyframes_init(s.python_depth);
+    if (strcmp(pyframes_mode(), "none") != 0) SPW_LOG(info, "python frames: %s", pyframes_mode());
     // libunwind itself is initialised on the first capture: it opens a pipe,
     // which a process that never allocates large must not be left holding.
 }
 
 CallSite *callsite_capture() {
-    if (t_capturing || !g_settings) return nullptr;
+    if (t_capturing || !g_settings || g_captures_off) return nullptr;
     t_capturing = true;
-    static std::once_flag unwinder_ready;
-    std::call_once(unwinder_ready, [] { unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD); });
+    if (!unwind_ready()) { // loaded here, at the first capture (unwind_lazy.h), outside the gate
+        t_capturing = false;
+        return nullptr;
+    }
+    // Set before the gate is taken, as a signal handler on this thread sees it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    pthread_rwlock_rdlock(&g_capture_gate);
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
     int first = 0;
@@ -215,18 +243,21 @@ CallSite *callsite_capture() {
         frames[i] = (uintptr_t)raw[first + i];
         key = mix(key, frames[i]);
     }
+    PyStack py;
+    pyframes_capture(py);
+    key = pyframes_mix(key, py);
     std::atomic<CallSite *> &bucket = g_buckets[key % kBuckets];
     CallSite *site = bucket.load(std::memory_order_acquire);
     for (; site; site = site->next)
         if (site->key == key && site->depth == depth &&
-            memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+            memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0 && pyframes_equal(site->py, py))
             break;
     if (!site) {
-        CallSite *fresh = create_site(key, frames, depth);
+        CallSite *fresh = create_site(key, frames, depth, py);
         std::lock_guard<std::mutex> guard(g_insert_lock);
         for (site = bucket.load(std::memory_order_acquire); site; site = site->next)
             if (site->key == key && site->depth == depth &&
-                memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0)
+                memcmp(site->frames, frames, depth * sizeof(uintptr_t)) == 0 && pyframes_equal(site->py, py))
                 break;
         if (!site && fresh) {
             fresh->next = bucket.load(std::memory_order_relaxed);
@@ -238,8 +269,39 @@ CallSite *callsite_capture() {
         }
         if (fresh) mi_free(fresh);
     }
+    pthread_rwlock_unlock(&g_capture_gate);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     t_capturing = false;
     return site;
+}
+
+bool callsite_fork_prepare() {
+    t_gate_held = false;
+    if (t_capturing) return false; // a signal handler forking from inside a capture
+    // Bounded: a capture can wait for the loader's lock (dladdr), and a
+    // thread holding that lock (a library constructor) may be the one
+    // forking. Past the bound the child simply captures no call sites.
+    timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 1;
+    t_gate_held = pthread_rwlock_clockwrlock(&g_capture_gate, CLOCK_MONOTONIC, &deadline) == 0;
+    return true;
+}
+
+void callsite_fork_parent() {
+    if (t_gate_held) pthread_rwlock_unlock(&g_capture_gate);
+    t_gate_held = false;
+}
+
+void callsite_after_fork_child() {
+    // Without the gate a capture may have been inside libunwind, holding the
+    // loader's dl_iterate_phdr lock, which glibc does not reset: never walk.
+    if (!t_gate_held) g_captures_off = true;
+    t_gate_held = false;
+    // Buckets and the all-sites list are published by single atomic stores:
+    // consistent whoever held these locks.
+    g_capture_gate = PTHREAD_RWLOCK_INITIALIZER;
+    new (&g_insert_lock) std::mutex();
 }
 
 CallSite *callsite_list() { return g_all.load(std::memory_order_acquire); }
@@ -262,13 +324,20 @@ static std::string frame_text(const CallSite *site, unsigned i) {
     return out;
 }
 
+// Python frames first (innermost first), then the native ones: "python
+// relpath:qualname:line", written as a rule's python key takes it.
+static std::vector<std::string> frame_texts(const CallSite *site, unsigned max_frames) {
+    std::vector<std::string> out;
+    for (unsigned i = 0; i < site->py.depth && out.size() < max_frames; i++)
+        out.push_back(std::string("python ") + py_name_of(site, i));
+    for (unsigned i = 0; i < site->depth && out.size() < max_frames; i++) out.push_back(frame_text(site, i));
+    return out;
+}
+
 std::string callsite_describe(const CallSite *site, unsigned max_frames) {
     if (!site) return "call site unknown";
     std::string out;
-    for (unsigned i = 0; i < site->depth && i < max_frames; i++) {
-        if (i) out += " <- ";
-        out += frame_text(site, i);
-    }
+    for (const std::string &f : frame_texts(site, max_frames)) out += (out.empty() ? "" : " <- ") + f;
     return out;
 }
 
@@ -300,9 +369,10 @@ std::string callsite_stats_json() {
                  s->rule ? s->rule->line : 0, s->classified_after_ns.load() / 1e6);
         out += head;
         out += "\"evidence\":" + json_string(s->evidence) + ",\"frames\":[";
-        for (unsigned i = 0; i < s->depth && i < 8; i++) {
-            if (i) out += ",";
-            out += json_string(frame_text(s, i));
+        bool first_frame = true;
+        for (const std::string &f : frame_texts(s, 8 + s->py.depth)) {
+            out += (first_frame ? "" : ",") + json_string(f);
+            first_frame = false;
         }
         out += "]}";
     }

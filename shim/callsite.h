@@ -6,14 +6,19 @@
 //  * A site is keyed in this run by its raw return addresses (fast lookup)
 //    and identified across runs by hashing (object file base name, offset)
 //    per frame, so ASLR does not change it.
-//  * Symbol names are resolved once per site, on the cold path, from the
-//    live stack (unw_get_proc_name reads .symtab, so static functions of an
-//    unstripped program have names too); never on the warm path.
+//  * In a CPython process the innermost Python frames (pyframes.h) are part
+//    of the site: of its key as (code object, line), of its identity as
+//    "relpath:qualname" and line.
+//  * Symbol names are resolved once per site, on the cold path (symbols.h:
+//    the containing symbol from .symtab, a debug file or .dynsym; a name
+//    that is only the nearest symbol below the address ends in "?"); never
+//    on the warm path.
 //  * CallSite objects live until exit (a job has a bounded number of sites).
 #pragma once
 
 #include "backing.h"
 #include "config.h"
+#include "pyframes.h"
 
 #include <atomic>
 #include <cstdint>
@@ -28,6 +33,10 @@ struct CallSite {
     uint64_t identity = 0; // across runs: hash of (module, offset) pairs
     unsigned depth = 0;
     uintptr_t frames[kMaxFrames] = {};
+    // Innermost Python frames (pyframes.h), shown before the native ones;
+    // their "relpath:qualname:line" texts, "\0"-separated, from mimalloc.
+    PyStack py;
+    char *py_names = nullptr;
     const Rule *rule = nullptr; // first matching rule, resolved once
     std::atomic<int> access{(int)Access::unknown}; // learned or from a rule/profile
     bool from_profile = false;
@@ -55,6 +64,12 @@ std::string callsite_stats_json();
 CallSite *callsite_list();
 // Readable per-site summary (log level info and above).
 void callsite_log_summary();
+
+// Fork (fork_safety.h): prepare waits for captures in flight unless this
+// thread is inside one (false then); the child re-initialises the locks.
+bool callsite_fork_prepare();
+void callsite_fork_parent();
+void callsite_after_fork_child();
 
 // For tests and the profile: identity of a site from (module, offset) pairs.
 uint64_t identity_hash_step(uint64_t h, const char *module_base, uintptr_t offset);

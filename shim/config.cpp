@@ -17,6 +17,8 @@
 
 namespace spillway {
 
+std::string default_spill_dir() { return "/var/tmp/spillway-" + std::to_string(geteuid()); }
+
 const char *policy_name(Policy p) {
     switch (p) {
     case Policy::disk: return "disk";
@@ -115,6 +117,15 @@ int bare_non_ascii_line(std::string_view t) {
         }
     }
     return 0;
+}
+
+// A Python rule names a file and a function: "FILE:FUNCTION[:LINE]", at
+// least one colon, no whitespace (a pasted frame with its "(python)" tag).
+bool python_glob_ok(const std::string &g) {
+    if (g.empty() || g.front() == ':' || g.find(':') == std::string::npos) return false;
+    for (char c : g)
+        if (c == ' ' || c == '\t') return false;
+    return true;
 }
 
 // Thrown inside this file only; converted to the one-line message.
@@ -241,6 +252,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
         if (auto *t = r.table(root, "spill")) {
             r.reject_unknown(*t, "spill.", {"dir", "allow_tmpfs", "dedicated_min"});
             r.string(*t, "dir", "spill.dir", s.spill_dir);
+            if (t->contains("dir")) s.spill_dir_given = true;
             r.boolean(*t, "allow_tmpfs", "spill.allow_tmpfs", s.allow_tmpfs);
             r.size(*t, "dedicated_min", "spill.dedicated_min", s.dedicated_min);
         }
@@ -265,13 +277,19 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             r.boolean(*t, "learn", "profile.learn", s.learn);
         }
         if (auto *t = r.table(root, "callsites")) {
-            r.reject_unknown(*t, "callsites.", {"enabled", "depth"});
+            r.reject_unknown(*t, "callsites.", {"enabled", "depth", "python_depth"});
             r.boolean(*t, "enabled", "callsites.enabled", s.callsites);
             if (const toml::node *n = t->get("depth")) {
                 if (!n->is_integer()) r.fail(n, "callsites.depth", "expected an integer from 1 to 64");
                 int64_t d = *n->value<int64_t>();
                 if (d < 1 || d > 64) r.fail(n, "callsites.depth", "expected an integer from 1 to 64");
                 s.callsite_depth = (unsigned)d;
+            }
+            if (const toml::node *n = t->get("python_depth")) {
+                int64_t d = n->is_integer() ? *n->value<int64_t>() : -1;
+                if (d < 0 || d > 16)
+                    r.fail(n, "callsites.python_depth", "expected an integer from 0 (off) to 16");
+                s.python_depth = (unsigned)d;
             }
         }
         if (auto *t = r.table(root, "shm")) {
@@ -298,11 +316,16 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             if (!n->is_array_of_tables()) r.fail(n, "rule", "expected [[rule]] tables");
             for (const toml::node &item : *n->as_array()) {
                 const toml::table &t = *item.as_table();
-                r.reject_unknown(t, "rule.", {"match", "module", "policy", "access"});
+                r.reject_unknown(t, "rule.", {"match", "module", "python", "policy", "access"});
                 Rule rule;
                 rule.line = (int)item.source().begin.line;
                 r.string(t, "match", "rule.match", rule.match);
                 r.string(t, "module", "rule.module", rule.module);
+                r.string(t, "python", "rule.python", rule.python);
+                if (const toml::node *p = t.get("python"); p && !python_glob_ok(rule.python))
+                    r.fail(p, "rule.python",
+                           "expected \"FILE:FUNCTION\" or \"FILE:FUNCTION:LINE\" (globs allowed), "
+                           "e.g. \"train.py:build_csr*\", got \"" + rule.python + "\"");
                 if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy");
                 r.policy(t, "policy", "rule.policy", rule.policy);
                 if (const toml::node *a = t.get("access")) {
@@ -311,8 +334,8 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                     else if (v == "random") rule.access = Access::random;
                     else r.fail(a, "rule.access", "expected \"sequential\" or \"random\"");
                 }
-                if (rule.match.empty() && rule.module.empty())
-                    r.fail(&item, "rule", "a rule needs match or module (or both)");
+                if (rule.match.empty() && rule.module.empty() && rule.python.empty())
+                    r.fail(&item, "rule", "a rule needs match, module or python");
                 s.rules.push_back(std::move(rule));
             }
         }
@@ -361,7 +384,10 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     }
     Reader r(s.source);
     try {
-        if (const char *v = env("SPILLWAY_DIR")) s.spill_dir = v;
+        if (const char *v = env("SPILLWAY_DIR")) {
+            s.spill_dir = v;
+            s.spill_dir_given = true;
+        }
         if (const char *v = env("SPILLWAY_STATS")) s.stats_file = v;
         if (const char *v = env("SPILLWAY_THRESHOLD")) {
             std::string err;
@@ -415,7 +441,7 @@ std::string describe_settings(const Settings &s) {
     o << "[profile]\nfile = " << quoted(s.profile_file) << "\nlearn = " << (s.learn ? "true" : "false")
       << "\n\n";
     o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth
-      << "\n\n";
+      << "\npython_depth = " << s.python_depth << "\n\n";
     o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "
       << quoted(format_size_exact(s.shm_min)) << "\n\n";
     const TierSettings &t = s.tiering;
@@ -428,6 +454,7 @@ std::string describe_settings(const Settings &s) {
         o << "\n[[rule]]\n";
         if (!r.match.empty()) o << "match = " << quoted(r.match) << "\n";
         if (!r.module.empty()) o << "module = " << quoted(r.module) << "\n";
+        if (!r.python.empty()) o << "python = " << quoted(r.python) << "\n";
         o << "policy = " << quoted(policy_name(r.policy)) << "\n";
         if (r.access != Access::unknown) o << "access = " << quoted(access_name(r.access)) << "\n";
     }

@@ -28,10 +28,15 @@ const char *access_name(Access a);
 struct Rule {
     std::string match;  // glob against function names of the captured frames
     std::string module; // glob against the object file's base name
+    std::string python; // glob against "relpath:qualname[:line]" of the Python frames
     Policy policy = Policy::auto_;
     Access access = Access::unknown; // optional hint: sets advice and auto's choice
     int line = 0;
 };
+
+// The default spill directory: one per user, /var/tmp/spillway-<euid>, so
+// that no user's directory can stand in another's way.
+std::string default_spill_dir();
 
 // [tiering]: moving live regions between disk and memory in place
 // (shim/tiering.h says when and why).
@@ -49,7 +54,10 @@ struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = 64ull << 20;
     Policy policy = Policy::auto_;
-    std::string spill_dir = "/var/tmp/spillway";
+    std::string spill_dir = default_spill_dir();
+    // Named by spill.dir or SPILLWAY_DIR: a bad directory is then the user's
+    // to fix (exit 78); a refused default falls back to a private directory.
+    bool spill_dir_given = false;
     bool allow_tmpfs = false;
     uint64_t dedicated_min = 256ull << 20;
     uint64_t memory_reserve = 256ull << 20;
@@ -59,6 +67,7 @@ struct Settings {
     std::string profile_file;
     bool callsites = true;
     unsigned callsite_depth = 12;
+    unsigned python_depth = 4; // innermost Python frames per site; 0: native only
     bool learn = true;
     bool shm_redirect = true;
     uint64_t shm_min = 64ull << 20;

@@ -11,8 +11,10 @@
 
 #include "arena.h"
 #include "backing.h"
+#include "cgroup.h"
 #include "large.h"
 #include "log.h"
+#include "policy.h"
 #include "region.h"
 #include "rehome.h"
 #include "spilldir.h"
@@ -41,6 +43,7 @@ namespace {
 
 struct View {
     uintptr_t start = 0;
+    size_t size = 0; // as allocated
     size_t map_len = 0;
     Backing backing = Backing::none;
     int fd = -1;
@@ -56,6 +59,7 @@ bool view_of(const void *p, View &v) {
     Region *r = arena::region_at(p);
     if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return false;
     v.start = r->start;
+    v.size = r->size;
     v.map_len = r->map_len;
     v.backing = r->backing;
     v.fd = r->file ? r->file->fd : -1;
@@ -115,6 +119,14 @@ SPW_API int spillway_backing(const void *p) {
 
 SPW_API int spillway_is_disk_backed(const void *p) {
     return spillway_backing(p) == SPILLWAY_DISK ? 1 : 0;
+}
+
+SPW_API int spillway_access_phase(const void *p) {
+    if (!arena::owns(p)) return 0;
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = arena::region_at(p);
+    if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return 0;
+    return r->phase.load(std::memory_order_acquire);
 }
 
 SPW_API int spillway_release_page_cache(const void *p) {
@@ -200,6 +212,44 @@ SPW_API void *spillway_alloc(size_t size, unsigned flags) {
     return p;
 }
 
+SPW_API void *spillway_alloc_disk(size_t size, unsigned flags) {
+    if (flags & ~unsigned(SPILLWAY_RANDOM_ACCESS)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    if (!spillway_is_active()) {
+        errno = ENOSYS;
+        return nullptr;
+    }
+    if (!disk_usable()) {
+        errno = ENOENT;
+        return nullptr;
+    }
+    bool use_small = false;
+    void *p = large_alloc(size, 0, flags | kFlagRequireDisk, &use_small);
+    if (!p && use_small) errno = ENOMEM; // the arena is full: no region, so no file
+    return p;
+}
+
+SPW_API size_t spillway_threshold(void) { return spillway_is_active() ? g_large_threshold : SIZE_MAX; }
+
+SPW_API int spillway_can_spill(void) { return spillway_is_active() && disk_usable() ? 1 : 0; }
+
+SPW_API int spillway_memory_fits(size_t size) {
+    if (!spillway_is_active()) return -ENOSYS;
+    uint64_t headroom = memory_headroom();
+    uint64_t reserve = large_settings().memory_reserve;
+    return headroom == UINT64_MAX || (headroom >= reserve && headroom - reserve >= size) ? 1 : 0;
+}
+
+SPW_API int spillway_region(const void *p, void **start, size_t *size) {
+    View v;
+    if (!view_of(p, v)) return -EINVAL;
+    if (start) *start = (void *)v.start;
+    if (size) *size = v.size;
+    return 0;
+}
+
 SPW_API int spillway_spill(void *p) {
     if (!arena::owns(p)) return -EINVAL;
     Region *r;
@@ -242,6 +292,19 @@ SPW_API int spillway_export(const void *p, char *path, size_t cap) {
     }
     if (strlen(f->exported) + 1 > cap) return -ERANGE;
     memcpy(path, f->exported, strlen(f->exported) + 1);
+    return 0;
+}
+
+SPW_API int spillway_file_path(const void *p, char *path, size_t cap) {
+    if (!path || cap == 0) return -EINVAL;
+    View v;
+    if (!view_of(p, v)) return -EINVAL;
+    if (v.is_private) return -EPERM; // the name is the parent's file, not this copy
+    const SpillFile *f = v.region->file;
+    if (!f || !f->exported[0]) return -ENOENT;
+    size_t n = strlen(f->exported) + 1;
+    if (n > cap) return -ERANGE;
+    memcpy(path, f->exported, n);
     return 0;
 }
 

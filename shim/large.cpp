@@ -15,6 +15,7 @@
 #include "sampler.h"
 #include "region.h"
 #include "stats.h"
+#include "writeback.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -31,6 +32,9 @@ namespace spillway {
 size_t g_large_threshold = SIZE_MAX;
 static const Settings *g_settings = nullptr;
 static size_t g_page = 4096;
+// Untrusted fork child (fork_safety.h): the arena and the reaper queue may
+// be half-updated by the frame a signal handler interrupted. Never touched.
+static bool g_untrusted = false;
 
 void large_init(const Settings &s) {
     g_settings = &s;
@@ -39,7 +43,7 @@ void large_init(const Settings &s) {
 }
 
 const Settings &large_settings() { return *g_settings; }
-bool large_active() { return g_settings && arena::g_size; }
+bool large_active() { return g_settings && arena::g_size && !g_untrusted; }
 
 static uint64_t monotonic_ns() {
     timespec ts;
@@ -60,8 +64,10 @@ static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; 
 // warning line that names the reason. Returns 0 or errno (nothing mapped).
 static int place(Region *r, const Decision &d) {
     int err = 0;
+    if (d.backing == Backing::none) return ENOENT; // a file was required and none can be had
     if (d.backing == Backing::disk) {
-        if (!(err = back_disk(r))) return 0;
+        if (!(err = d.own_file ? back_disk_own_file(r) : back_disk(r))) return 0;
+        if (d.fallback == Backing::none) return err; // the caller required a file: it falls back itself
         Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
         stats_on_fallback(why);
         if (r->site) r->site->fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -81,7 +87,8 @@ static int place(Region *r, const Decision &d) {
 }
 
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
-    *use_small = false;
+    *use_small = g_untrusted;
+    if (g_untrusted) return nullptr;
     if (size > (size_t)PTRDIFF_MAX - 2 * arena::kGranule || align > (size_t(1) << 40)) {
         errno = ENOMEM;
         return nullptr;
@@ -129,19 +136,18 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
             arena::give_back(start, r->va_len);
         }
         region_delete(r);
+        if (d.fallback == Backing::none) { // spillway_alloc_disk: the caller has its own fallback
+            SPW_LOG(debug, "no spill file for a %zu-byte allocation that requires one (%s)", size,
+                    strerror(err));
+            errno = err;
+            return nullptr;
+        }
         SPW_LOG(warn, "no memory for a %zu-byte allocation (%s)", size, strerror(err));
         errno = ENOMEM;
         return nullptr;
     }
-    // Advice is part of placement. Random-access sites get MADV_RANDOM (a
-    // fault on an evicted page must not read megabytes around it). So do
-    // small file-backed regions: the kernel's mmap read-around (8 MiB on the
-    // spill disk here) on their first write fault would zero-fill page cache
-    // far past their end, into their pool neighbours. Larger ones start
-    // MADV_SEQUENTIAL: forward-only readahead, so a first write fault does
-    // not read back the tail of the region before it (measured: up to 4 MiB
-    // of a just-released neighbour came back per allocation); the sampler
-    // re-advises a region whose access turns out random.
+    // Advice is part of placement (backing.h initial_advice); from here on
+    // the access detector keeps it following the region's phase.
     advise_region(r, initial_advice(map_len, d.random_advice));
     // Anonymous regions start on 2 MiB granules: 2 MiB pages instead of 512
     // faults of 4 KiB (what numpy asks for its own arrays); unmapping is
@@ -166,11 +172,12 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         site->bytes.fetch_add(map_len, std::memory_order_relaxed);
         site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
     }
-    if (r->backing == Backing::disk &&
-        (map_len >= kNoReadaroundBelow ||
-         (r->site && r->site->access.load(std::memory_order_relaxed) == (int)Access::unknown)))
-        sampler_notice(); // learns the site's access, and keeps the region's advice current
-    if (map_len >= g_settings->tiering.min_size) tiering_notice(); // starts the controller once
+    if (r->backing == Backing::disk) {
+        sampler_notice();   // the access detector: verdicts, read-ahead of streams, site learning
+        writeback_notice(); // keeps its dirty pages few (writeback.h)
+    }
+    // Regions the tiering controller may move (tiering_loop.h): any backing.
+    if (map_len >= g_settings->tiering.min_size) tiering_notice();
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -179,6 +186,7 @@ void large_free(void *p) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
     if (r->freed.exchange(true, std::memory_order_acq_rel)) invalid_pointer("free", p);
+    if (g_untrusted) return; // stays mapped: retiring would touch the arena
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
     // must find no mapping left, and closing a named file frees no blocks,
@@ -316,19 +324,7 @@ void *large_realloc(void *p, size_t size) {
     return q;
 }
 
-void large_fork_prepare() {
-    reaper_fork_prepare();
-    rehome_fork_prepare(); // no half-moved region in the child
-    large_lock().lock();
-}
-
-void large_fork_parent() {
-    large_lock().unlock();
-    rehome_fork_parent();
-    reaper_fork_parent();
-}
-
-void large_fork_child() {
+void large_fork_child(bool trusted) {
     // Shared mappings would let this child's writes reach the parent: give
     // the child a private copy-on-write view of the same bytes instead.
     for (Region *r = registry_first(); r; r = r->next) {
@@ -344,10 +340,14 @@ void large_fork_child() {
         r->is_private = true;
     }
     backing_after_fork_child();
-    large_lock().unlock();
-    reaper_after_fork_child();
+    new (&large_lock()) std::mutex(); // whoever held it is gone (or is this thread, frozen)
+    if (!trusted) {
+        g_untrusted = true;
+        g_large_threshold = SIZE_MAX; // every new allocation takes the small path
+    }
+    reaper_after_fork_child(trusted);
     sampler_after_fork_child();
-    rehome_fork_child();
+    writeback_after_fork_child();
     tiering_after_fork_child();
     stats_after_fork_child();
 }

@@ -34,8 +34,10 @@ size_t large_usable_size(const void *p);
 // Retires a freed region (the reaper calls this).
 void large_retire(struct Region *r);
 
-void large_fork_prepare();
-void large_fork_parent();
-void large_fork_child();
+// Fork child (fork_safety.h holds the locks and the order): makes inherited
+// shared regions private and resets the large path. Untrusted (!trusted):
+// new allocations take the small path and inherited regions are never
+// retired.
+void large_fork_child(bool trusted);
 
 } // namespace spillway

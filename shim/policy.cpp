@@ -22,7 +22,7 @@ Access request_access(const Request &req) {
 
 static Policy effective_policy(const Request &req, const Settings &s) {
     if (req.flags & kFlagAlignmentOnly) return Policy::anon;
-    if (req.flags & SPILLWAY_PREFER_DISK) return Policy::disk; // memory if no file: see decide()
+    if (req.flags & (SPILLWAY_PREFER_DISK | kFlagRequireDisk)) return Policy::disk; // see decide()
     if (req.flags & SPILLWAY_PREFER_MEMORY) return Policy::memory;
     if (req.flags & SPILLWAY_RANDOM_ACCESS) return Policy::auto_;
     if (req.site && req.site->rule) return req.site->rule->policy;
@@ -45,8 +45,12 @@ Decision decide(const Request &req, const PolicyInputs &in) {
         return d;
     case Policy::disk:
         // Aware code that asked for a file gets shareable memory if no file
-        // can be had (spillway.h); a global disk policy falls back to anon.
-        d.fallback = (req.flags & SPILLWAY_PREFER_DISK) ? Backing::memory : Backing::anon;
+        // can be had (spillway.h), or nothing if it required one; a global
+        // disk policy falls back to anon.
+        d.fallback = (req.flags & kFlagRequireDisk) ? Backing::none
+                     : (req.flags & SPILLWAY_PREFER_DISK) ? Backing::memory
+                                                          : Backing::anon;
+        d.own_file = req.flags & kFlagRequireDisk; // it is about to be named: never a pool
         d.backing = in.disk_usable ? Backing::disk : d.fallback;
         d.why = in.disk_usable ? "policy disk" : "policy disk, spill dir unusable";
         return d;

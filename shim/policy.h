@@ -18,6 +18,8 @@ struct CallSite;
 // Internal request flag: a small request routed to the large path only for
 // an alignment mimalloc cannot give; it always gets anonymous memory.
 constexpr unsigned kFlagAlignmentOnly = 1u << 30;
+// spillway_alloc_disk: a spill file or failure, never a fallback.
+constexpr unsigned kFlagRequireDisk = 1u << 29;
 
 struct Request {
     size_t size = 0;
@@ -29,7 +31,8 @@ struct Decision {
     Backing backing = Backing::anon;
     bool random_advice = false;    // MADV_RANDOM on the region
     bool loud = false;             // a random-access site sent to disk: warn once
-    Backing fallback = Backing::anon; // if the chosen backing cannot be had
+    Backing fallback = Backing::anon; // if the chosen backing cannot be had (none: fail)
+    bool own_file = false;         // disk in a file of its own, whatever the size
     const char *why = "";          // one phrase for the log and tests
 };
 

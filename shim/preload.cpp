@@ -1,5 +1,7 @@
 // preload.cpp — the whole interposition surface, in one readable place:
-// the malloc family, then the calls that create and size /dev/shm segments.
+// the malloc family (with the other names libmimalloc.so.2 exports for it),
+// then the calls that create and size /dev/shm segments. Siblings:
+// cxx_new.cpp (operator new/delete) and dlopen_guard.cpp (RTLD_DEEPBIND).
 //
 // Every entry point starts with the size check: below the threshold it is
 // a direct call into mimalloc and nothing else (no lock, no TLS, no call-site
@@ -15,6 +17,7 @@
 #include "policy.h"
 
 #include "shm.h"
+#include "surface.h"
 
 #include <cerrno>
 #include <cstdarg>
@@ -29,7 +32,7 @@
 
 using namespace spillway;
 
-namespace {
+namespace spillway {
 
 // mimalloc 2.0 refuses alignments above this; such requests become regions
 // (anonymous, whatever their size).
@@ -54,6 +57,10 @@ void *alloc_aligned(size_t align, size_t size) {
     if (size >= g_large_threshold) return alloc_large(size, align, false);
     return mi_malloc_aligned(size, align);
 }
+
+} // namespace spillway
+
+namespace {
 
 bool is_power_of_two(size_t x) { return x && !(x & (x - 1)); }
 
@@ -155,6 +162,62 @@ SPW_EXPORT void *pvalloc(size_t size) {
     return alloc_aligned(page, rounded ? rounded : page);
 }
 
+SPW_EXPORT size_t malloc_usable_size(void *p) {
+    if (!p) return 0;
+    if (arena::owns(p)) return large_usable_size(p);
+    return mi_usable_size(p);
+}
+
+// --- The other names libmimalloc.so.2 exports for the same family ---
+// We depend on libmimalloc.so.2, so it is in every process we are in. Any
+// allocator name it exports and we do not would bind to it and hand out
+// memory that bypasses the threshold (tests/programs/binding_audit.sh
+// checks that nothing binds there). glibc's __libc_* aliases come first.
+
+SPW_EXPORT void *__libc_malloc(size_t size) { return malloc(size); }
+SPW_EXPORT void *__libc_calloc(size_t count, size_t size) { return calloc(count, size); }
+SPW_EXPORT void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
+SPW_EXPORT void __libc_free(void *p) { free(p); }
+SPW_EXPORT void __libc_cfree(void *p) { free(p); }
+SPW_EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+SPW_EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
+SPW_EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+SPW_EXPORT int __posix_memalign(void **out, size_t align, size_t size) {
+    return posix_memalign(out, align, size);
+}
+
+// BSD, macOS and Windows spellings (mimalloc's semantics, which is what a
+// caller got before this library exported them).
+SPW_EXPORT void vfree(void *p) { free(p); }
+SPW_EXPORT size_t malloc_size(const void *p) { return malloc_usable_size(const_cast<void *>(p)); }
+SPW_EXPORT size_t malloc_good_size(size_t size) {
+    if (size < g_large_threshold) return mi_good_size(size);
+    size_t page = page_size(), rounded = (size + page - 1) & ~(page - 1);
+    return rounded < size ? size : rounded;
+}
+SPW_EXPORT void *reallocf(void *p, size_t size) { // frees p when it fails
+    void *q = realloc(p, size);
+    if (!q && size) free(p);
+    return q;
+}
+SPW_EXPORT int reallocarr(void *pointer_to_p, size_t count, size_t size) { // NetBSD
+    if (!pointer_to_p) return errno = EINVAL;
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) return errno = EOVERFLOW;
+    void **op = static_cast<void **>(pointer_to_p);
+    void *q = realloc(*op, total ? total : 1); // mimalloc keeps a block for 0
+    if (!q) return errno;
+    *op = q;
+    return 0;
+}
+SPW_EXPORT void *_aligned_malloc(size_t size, size_t align) { // Windows argument order
+    if (!is_power_of_two(align)) {
+        errno = EINVAL;
+        return nullptr;
+    }
+    return alloc_aligned(align, size);
+}
+
 // --- Shared-memory segments (shm.h): creating and sizing /dev/shm files ---
 // Pass-through raw system calls unless the path is under /dev/shm or the
 // descriptor is a /dev/shm file being given a large size.
@@ -240,8 +303,3 @@ SPW_EXPORT int unlinkat(int dirfd, const char *path, int flags) {
     return shm_unlink_path(path, dirfd, flags);
 }
 
-SPW_EXPORT size_t malloc_usable_size(void *p) {
-    if (!p) return 0;
-    if (arena::owns(p)) return large_usable_size(p);
-    return mi_usable_size(p);
-}

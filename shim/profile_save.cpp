@@ -24,7 +24,7 @@ void profile_save(const Settings &s) {
         e.access = a;
         e.decision = a == Access::random ? "memory" : "disk";
         e.evidence = site->evidence;
-        std::string text = callsite_describe(site, site->depth);
+        std::string text = callsite_describe(site, site->py.depth + site->depth);
         for (size_t at = 0; at < text.size();) {
             size_t sep = text.find(" <- ", at);
             e.frames.push_back(text.substr(at, sep == std::string::npos ? std::string::npos : sep - at));

@@ -1,6 +1,7 @@
 // reaper.cpp — see reaper.h.
 #include "reaper.h"
 
+#include "fork_safety.h"
 #include "region.h"
 
 #include <csignal>
@@ -98,11 +99,13 @@ void reaper_drain() {
     pthread_mutex_unlock(&g_queue_lock);
 }
 
-void reaper_fork_prepare() { pthread_mutex_lock(&g_queue_lock); }
+bool reaper_fork_prepare() { return lock_unless_held_here(&g_queue_lock); }
 void reaper_fork_parent() { pthread_mutex_unlock(&g_queue_lock); }
 
-void reaper_after_fork_child() {
-    Region *pending = g_head;
+void reaper_after_fork_child(bool retire_pending) {
+    // Untrusted (the fork interrupted a queue update on this thread): the
+    // queue may be half-linked; its regions stay mapped in this child.
+    Region *pending = retire_pending ? g_head : nullptr;
     g_head = g_tail = nullptr;
     g_submitted = g_retired = 0;
     g_started = false;

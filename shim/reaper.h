@@ -20,9 +20,11 @@ void reaper_init(RetireFn retire);
 void reaper_submit(Region *r);
 // Waits until every region submitted so far is retired (tests, exit stats).
 void reaper_drain();
-// Fork child: the thread is gone; retire what was queued, inline.
-void reaper_after_fork_child();
-void reaper_fork_prepare();
+// Fork (fork_safety.h). prepare takes the queue lock unless this thread
+// holds it (false then). The child has no reaper thread: it retires what
+// was queued, inline, if the queue can be trusted.
+bool reaper_fork_prepare();
 void reaper_fork_parent();
+void reaper_after_fork_child(bool retire_pending);
 
 } // namespace spillway

@@ -1,6 +1,7 @@
 // region.cpp — see region.h.
 #include "region.h"
 
+#include <atomic>
 #include <mimalloc.h>
 #include <new>
 
@@ -12,17 +13,26 @@ static size_t g_count = 0;
 
 std::mutex &large_lock() { return g_large_lock; }
 
+// The forward chain from g_first is a valid list at every instant, in
+// program order: a fork child whose forking thread was interrupted in here
+// (a signal handler that forks) walks it. A region joins the chain by one
+// store, after its own links are set, and leaves it by one store before
+// anything else changes. (Fences: the compiler must keep that order; on the
+// CPU the same thread sees its own order.)
 void registry_link(Region *r) {
     r->prev = nullptr;
     r->next = g_first;
     if (g_first) g_first->prev = r;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     g_first = r;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     g_count++;
 }
 
 void registry_unlink(Region *r) {
     if (r->prev) r->prev->next = r->next;
     else g_first = r->next;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
     if (r->next) r->next->prev = r->prev;
     r->prev = r->next = nullptr;
     g_count--;

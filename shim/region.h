@@ -32,7 +32,10 @@ struct Region {
     uint64_t file_off = 0;
     CallSite *site = nullptr;
     bool is_private = false; // remapped MAP_PRIVATE in a fork child: never write back
-    int advice = 0;         // the madvise advice in force (MADV_NORMAL == 0)
+    // The madvise advice in force (MADV_NORMAL == 0). Atomic: the detector
+    // re-advises under the large lock while spillway_spill re-applies it after
+    // a move without that lock; either value is a valid advice.
+    std::atomic<int> advice{0};
     std::atomic<uint8_t> phase{0};           // detector's verdict: 0 undecided, 1 sequential, 2 random
     std::atomic<uint64_t> phase_since_ns{0}; // CLOCK_MONOTONIC when that verdict began
     std::atomic<uint32_t> fault_rate{0};     // pages newly faulted in per second over the last tick

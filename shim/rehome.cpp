@@ -2,6 +2,8 @@
 #include "rehome.h"
 
 #include "backing.h"
+#include "fd_policy.h"
+#include "fork_safety.h"
 #include "log.h"
 #include "region.h"
 #include "stats.h"
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <pthread.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -31,10 +34,14 @@ constexpr size_t kChunk = size_t(16) << 20;
 
 std::mutex g_move_lock;
 std::atomic<uint64_t> g_last_fork_ns{0};
+uint64_t g_forked_at_ns = 0;
 std::atomic<Region *> g_moving_region{nullptr};
 // The region being moved, and within it the chunk that is read-only now.
 std::atomic<uintptr_t> g_region_start{0}, g_region_end{0};
 std::atomic<uintptr_t> g_chunk_start{0}, g_chunk_end{0};
+// For a fork child of the mover itself: how much already lives in dest.
+std::atomic<size_t> g_moved_bytes{0};
+std::atomic<int> g_dest_fd{-1};
 struct sigaction g_previous;
 
 uint64_t now_ns() {
@@ -42,6 +49,20 @@ uint64_t now_ns() {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+// Blocks every asynchronous signal on this thread for the length of a move,
+// so no handler can fork (or re-enter a move) with a chunk half done; the
+// synchronous ones (a fault is how writers wait) stay deliverable.
+struct AsyncSignalsBlocked {
+    sigset_t old;
+    AsyncSignalsBlocked() {
+        sigset_t set;
+        sigfillset(&set);
+        for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&set, s);
+        pthread_sigmask(SIG_BLOCK, &set, &old);
+    }
+    ~AsyncSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
 
 void on_segv(int sig, siginfo_t *info, void *context) {
     uintptr_t addr = (uintptr_t)info->si_addr;
@@ -127,6 +148,7 @@ struct Source {
     Backing backing;
     int fd; // disk and memory
     uint64_t file_off;
+    int pagemap; // anon: /proc/self/pagemap, opened per move (a fork child's must be its own)
 };
 
 // Calls each(off, n) for every extent of [off, off+n) of the region that
@@ -148,7 +170,7 @@ template <class Each> int for_each_data(const Source &s, size_t off, size_t n, E
         }
         return 0;
     }
-    static int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    const int pagemap = s.pagemap;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = n / page;
     constexpr size_t kBatch = 512;
     uint64_t entries[kBatch];
@@ -229,10 +251,13 @@ void set_chunk(uintptr_t a, uintptr_t b) {
 // region being moved. Chunk by chunk: read-only, copy, map dest over it.
 int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     install_handler();
-    const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off};
+    const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off,
+                     r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
     const size_t len = r->map_len;
     const bool to_memory = dest->kind == Backing::memory;
     uint64_t t0 = now_ns();
+    g_moved_bytes.store(0);
+    g_dest_fd.store(dest->fd);
     g_region_start.store(src.start);
     g_region_end.store(src.start + len);
     int rc = 0;
@@ -268,6 +293,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             if (p == MAP_FAILED) rc = -errno;
         }
         if (rc != 0) mprotect((void *)a, n, PROT_READ | PROT_WRITE); // this chunk keeps its old home
+        else g_moved_bytes.store(done + n);
         if (rc == 0 && write_back && src.backing == Backing::memory)
             // The old home's RAM goes back now, not after the last chunk (an
             // undo rewrites it from the new mapping, so nothing is lost).
@@ -308,6 +334,8 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     }
     g_region_start.store(0);
     g_region_end.store(0);
+    g_dest_fd.store(-1);
+    if (src.pagemap >= 0) close(src.pagemap);
     if (out) {
         out->total_ns = now_ns() - t0;
         out->bytes = len;
@@ -322,7 +350,8 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     }
     // The new mapping starts with default advice: apply what the region had
     // (or what a fresh region of its size would get).
-    int advice = r->advice ? r->advice : initial_advice(len, false);
+    int had = r->advice.load(std::memory_order_relaxed);
+    int advice = had ? had : initial_advice(len, false);
     r->advice = 0;
     advise_region(r, advice);
     return 0;
@@ -388,6 +417,8 @@ bool read_in_flight(uintptr_t start, size_t len) {
 }
 
 int rehome_region(Region *r, SpillFile *dest) {
+    if (fork_child_untrusted()) return -EPERM; // fork_safety.h: inherited regions stay as they are
+    AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_region.store(r);
     Backing old = r->backing;
@@ -401,6 +432,8 @@ int rehome_region(Region *r, SpillFile *dest) {
 }
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
+    if (fork_child_untrusted()) return -EPERM;
+    AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
     int rc = 0;
@@ -434,13 +467,46 @@ void pin_region_for_good(Region *r) {
     if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
 }
 
-void rehome_fork_prepare() { g_move_lock.lock(); }
+bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
+
 void rehome_fork_parent() {
     g_last_fork_ns.store(now_ns());
     g_move_lock.unlock();
 }
 
 uint64_t last_fork_ns() { return g_last_fork_ns.load(); }
-void rehome_fork_child() { g_move_lock.unlock(); }
+uint64_t forked_at_ns() { return g_forked_at_ns; }
+
+void rehome_after_fork_child() {
+    new (&g_move_lock) std::mutex();
+    g_forked_at_ns = now_ns();
+    g_last_fork_ns.store(0); // this process has not forked yet
+    // A move this thread was making when a signal handler forked (only a
+    // synchronous signal can: the mover blocks the others). Its mover never
+    // runs here: give the child a private copy of the region's current
+    // bytes, the moved chunks from dest and the rest from the old home, so
+    // no chunk stays read-only (a write would wait in on_segv forever) and
+    // none stays shared with the parent.
+    uintptr_t start = g_region_start.load(), end = g_region_end.load();
+    Region *r = g_moving_region.load();
+    if (start && end > start) {
+        size_t done = g_moved_bytes.load();
+        int dest_fd = g_dest_fd.load();
+        if (done && dest_fd >= 0)
+            mmap((void *)start, done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, dest_fd, 0);
+        if (r && r->file && r->start == start)
+            mmap((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                 r->file->fd, (off_t)(r->file_off + done));
+        else
+            mprotect((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE);
+        if (r && r->file && r->start == start) r->is_private = true; // large_fork_child keeps this view
+    }
+    g_moving_region.store(nullptr);
+    g_region_start.store(0);
+    g_region_end.store(0);
+    set_chunk(0, 0);
+    g_moved_bytes.store(0);
+    g_dest_fd.store(-1);
+}
 
 } // namespace spillway

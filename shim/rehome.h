@@ -15,7 +15,10 @@
 // Invariant: readers never block and never see torn data; a writer waits
 // for at most one chunk's copy; at most one move is in flight (moves are
 // rare and serialised by the move lock, which fork also takes so a child
-// never inherits a half-moved region); a region being resized or retired
+// never inherits a half-moved region); the moving thread has every
+// asynchronous signal blocked, so no signal handler can fork in the middle
+// of a move; an untrusted fork child (fork_safety.h) moves nothing (-EPERM);
+// a region being resized or retired
 // (pinned) is never moved, and one being moved is not resized or retired
 // until the move is over.
 //
@@ -80,13 +83,20 @@ void pin_region_for_good(Region *r);
 // whose buffer overlaps [start, start+len).
 bool read_in_flight(uintptr_t start, size_t len);
 
-// fork: no move may be half done in the child.
-void rehome_fork_prepare();
+// Fork (fork_safety.h, lock 3 of its order): prepare waits for a move in
+// flight unless this thread is the mover (returns false then); the child
+// never waits for a move that no thread of its own will finish, and gets a
+// region that was half moved by the forking thread itself back as a
+// private copy of its current bytes.
+bool rehome_fork_prepare();
 void rehome_fork_parent();
-void rehome_fork_child();
+void rehome_after_fork_child();
 // When this process last forked (CLOCK_MONOTONIC ns, 0: never). A child
 // maps file-backed regions born before it from the same files, privately:
 // moving one would punch or drop bytes the child may still read.
 uint64_t last_fork_ns();
+// In a fork child: when it was forked (0 in a process that is no child of a
+// shim process). Regions born before are inherited and never moved here.
+uint64_t forked_at_ns();
 
 } // namespace spillway

@@ -1,22 +1,23 @@
-// sampler.h — learns, at a low rate, which disk-backed call sites are being
-// accessed at random.
+// sampler.h — the detector's thread: every tick it asks access_detector
+// which disk regions are being streamed and which gathered at random, keeps
+// each region's verdict (Region::phase, phase_since_ns, fault_rate) current,
+// reads ahead of a stream, and teaches call sites their access.
 //
-// Method (chosen because it is cheap and sees exactly what we need): for a
-// disk region, read this process's page table for up to 256 windows of 64
-// pages spread over the region
-// (/proc/self/pagemap, 512 bytes a window). A sequential writer or reader
-// leaves windows either fully mapped or empty, with at most the boundary
-// window partial; scattered access leaves many partial windows. Shared file
-// write faults map one page at a time (no fault-around), so the signal is
-// sharp. Page cache residency (mincore) is blurred by 8 MiB readahead and
-// is not used.
+// Advice: a disk region is MADV_RANDOM unless it is being streamed (then
+// MADV_SEQUENTIAL): a random fault reads 4 KiB whatever read_ahead_kb is.
+// A stream that reads from disk also gets reads issued ahead of its front
+// from this thread (MADV_WILLNEED on the range, in chunks the kernel
+// honours), so its faults find the pages in cache and compute overlaps I/O
+// even where read_ahead_kb is 128. Scattered faults end the stream at the
+// next look (<= 20 ms while streaming, 100 ms otherwise).
 //
-// Invariants: the thread starts lazily, with signals blocked; it never holds
-// the large lock while it reads pagemap; a region freed under it just reads
-// as unmapped. Classifying a site as random sets MADV_RANDOM on its live
-// regions and makes every later allocation from it prefer memory. Each
-// sampled region's own advice also follows its current phase (random:
-// MADV_RANDOM; streaming again: MADV_SEQUENTIAL).
+// Invariants: the thread starts lazily, with signals blocked; it takes the
+// large lock once per tick to list the regions and once per region it acts
+// on (re-found O(1) with arena::region_at), and never holds it while it
+// reads pagemap or issues reads; a region freed under it just reads as
+// unmapped (every operation is on addresses of the reserved arena, never on
+// a descriptor that may have been closed). A tick with no page fault in the
+// process since the last one, and no stream to feed, costs one getrusage.
 #pragma once
 
 #include <cstddef>
@@ -24,20 +25,11 @@
 
 namespace spillway {
 
-struct WindowCounts {
-    unsigned empty = 0, partial = 0, full = 0;
-};
+// The detector's verdict; Region::phase holds it as a uint8_t.
+enum class Verdict : uint8_t { undecided = 0, sequential = 1, random = 2 };
 
-enum class Verdict { undecided, sequential, random };
-
-// Pure classification rule (unit-tested).
-Verdict classify_windows(const WindowCounts &w);
-
-// Reads the page-table presence of [start, start+len) in windows.
-WindowCounts sample_region(uintptr_t start, size_t len);
-
-// Called by the large path after a disk region from an unclassified site
-// was created: starts the thread on first use.
+// Called by the large path after a disk region was created: starts the
+// thread on first use.
 void sampler_notice();
 void sampler_stop();
 void sampler_after_fork_child();
@@ -45,5 +37,7 @@ void sampler_after_fork_child();
 // For benchmarks: CPU time the sampler thread has used, in nanoseconds.
 uint64_t sampler_cpu_ns();
 uint64_t sampler_ticks();
+// For tests: bytes of read-ahead the thread has requested for streams.
+uint64_t sampler_prefetched_bytes();
 
 } // namespace spillway

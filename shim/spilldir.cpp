@@ -17,13 +17,19 @@
 
 namespace spillway {
 
-static bool make_dirs(const std::string &path, std::string &why) {
+// Permission denied on the way to a directory: it is another user's (most
+// often inherited by a process that changed uid), not a typo to fix.
+static bool denied(int err) { return err == EACCES || err == EPERM; }
+
+static bool make_dirs(const std::string &path, std::string &why, bool &foreign) {
     // mkdir -p with 0700 for what we create; existing parents are left alone.
     for (size_t i = 1; i <= path.size(); i++) {
         if (i != path.size() && path[i] != '/') continue;
         std::string prefix = path.substr(0, i);
         if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-            why = "cannot create " + prefix + " (" + strerror(errno) + ")";
+            foreign = denied(errno);
+            why = "cannot create " + prefix + " (" + strerror(errno) + ")" +
+                  (foreign ? " as uid " + std::to_string(geteuid()) : "");
             return false;
         }
     }
@@ -34,9 +40,10 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     SpillDir d;
     d.path = path;
     while (d.path.size() > 1 && d.path.back() == '/') d.path.pop_back();
-    if (!make_dirs(d.path, d.why_unusable)) return d;
+    if (!make_dirs(d.path, d.why_unusable, d.foreign)) return d;
     struct stat st;
     if (lstat(d.path.c_str(), &st) != 0) {
+        d.foreign = denied(errno);
         d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) + ")";
         return d;
     }
@@ -49,8 +56,10 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
         return d;
     }
     if (st.st_uid != geteuid()) {
+        d.foreign = true;
         d.why_unusable = d.path + " is owned by uid " + std::to_string(st.st_uid) +
-                         ", not by this user; use a directory of your own";
+                         ", not by this user (uid " + std::to_string(geteuid()) +
+                         "); use a directory of your own";
         return d;
     }
     if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
@@ -84,6 +93,32 @@ bool is_spillway_file_name(const std::string &name) {
     for (const char *prefix : {kExportPrefix, kShmPrefix, kTmpPrefix})
         if (name.rfind(prefix, 0) == 0) return true;
     return false;
+}
+
+bool spill_dir_falls_back(const SpillDir &d, bool dir_given) {
+    return !d.usable && !d.on_tmpfs && (!dir_given || d.foreign);
+}
+
+SpillDir open_private_spill_dir(bool allow_tmpfs) {
+    std::string name = "/spillway-" + std::to_string(geteuid()) + ".XXXXXX";
+    SpillDir last;
+    const char *tmpdir = getenv("TMPDIR");
+    for (const char *base : {kPrivateSpillBase, tmpdir}) {
+        if (!base || base[0] != '/' || (base != kPrivateSpillBase && strcmp(base, kPrivateSpillBase) == 0))
+            continue;
+        std::string path = base + name;
+        if (!mkdtemp(path.data())) { // mode 0700
+            last.why_unusable = "cannot create a private directory in " + std::string(base) + " (" +
+                                strerror(errno) + ")";
+            continue;
+        }
+        last = open_spill_dir(path, allow_tmpfs);
+        if (last.usable) return last;
+        if (last.fd >= 0) close(last.fd);
+        last.fd = -1;
+        rmdir(path.c_str());
+    }
+    return last;
 }
 
 bool spill_dir_refusal_is_fatal(const SpillDir &d, bool policy_needs_disk) {

@@ -3,7 +3,11 @@
 // Invariants: the directory is opened once, by fd, without following a
 // symlink; every spill file is created relative to that fd (O_TMPFILE when
 // the filesystem allows, else a random name unlinked at once), mode 0600.
-// A directory on tmpfs/ramfs is RAM and is refused unless forced.
+// A directory on tmpfs/ramfs is RAM and is refused unless forced. A directory
+// that is not this user's (another owner, a symlink, writable by others) is
+// refused; when it was the default, or belongs to another user (inherited
+// across a uid change), the shim spills to a fresh private directory
+// instead, so that nobody can stop another user's job by creating a path.
 #pragma once
 
 #include <string>
@@ -16,11 +20,23 @@ struct SpillDir {
     std::string path;
     bool usable = false;
     bool on_tmpfs = false;
+    bool foreign = false;     // it belongs to another user, or this uid may not reach it
     std::string why_unusable; // one line, for the warning
 };
 
 // Creates (0700, parents as needed) and checks the directory.
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs);
+
+// Whether a refused directory is replaced by a private one (instead of
+// stopping the job, or running it on anonymous memory): the default was
+// refused, or the directory is another user's. Not for tmpfs: the private
+// directory would be RAM as well.
+bool spill_dir_falls_back(const SpillDir &d, bool dir_given);
+
+// A fresh private directory (mkdtemp, 0700) for this process:
+// /var/tmp/spillway-<euid>.XXXXXX, else the same under $TMPDIR.
+SpillDir open_private_spill_dir(bool allow_tmpfs);
+constexpr const char *kPrivateSpillBase = "/var/tmp";
 
 // A new unnamed 0600 file in the directory open as dir_fd; fd or -errno.
 int create_unnamed_file(int dir_fd);

@@ -43,6 +43,11 @@ int spillway_backing(const void *p);
 /* 1 when p lies in a disk-backed region, 0 otherwise. */
 int spillway_is_disk_backed(const void *p);
 
+/* What the shim's access detector currently sees in the region holding p:
+ * 0 undecided (or not a disk region of the shim), 1 sequential (a stream:
+ * the shim reads ahead of it), 2 random (faults read only what they touch). */
+int spillway_access_phase(const void *p);
+
 /* Write back, unmap this process's pages, then drop the file's page cache:
  * 0 when every step completed (not proof of eviction: measure with
  * spillway_residency), else -errno. The mapping stays valid and refaults. */
@@ -75,9 +80,39 @@ int spillway_spill(void *p);
  * unguessable) and write the path into path[cap]. 0, or -errno. */
 int spillway_export(const void *p, char *path, size_t cap);
 
+/* The path of the named file holding p's region (exported, or mapped with
+ * spillway_map) into path[cap], WITHOUT naming one: 0; -ENOENT when the
+ * region's file has no name (or it has no file); -EPERM for a fork child's
+ * private copy; -ERANGE when cap is too small; -EINVAL not a region. */
+int spillway_file_path(const void *p, char *path, size_t cap);
+
 /* Map an exported file; its size must equal expected_size (EINVAL) and it
  * must exist (ENOENT). Never creates or extends. Freed with free(). */
 void *spillway_map(const char *path, size_t expected_size);
+
+/* A reserved spill file of size bytes (uninitialised; reads as zeros) or
+ * NULL, never a memory fallback: for callers with a fallback of their own.
+ * flags: 0 or SPILLWAY_RANDOM_ACCESS (MADV_RANDOM). errno: ENOENT (no usable
+ * spill directory), ENOSYS (shim not active), EINVAL (other flags), or why
+ * the file could not be reserved (ENOSPC, EFBIG, EOPNOTSUPP...). free(). */
+void *spillway_alloc_disk(size_t size, unsigned flags);
+
+/* The size at and above which an allocation is large (a region the shim
+ * places); SIZE_MAX when the shim is not active. */
+size_t spillway_threshold(void);
+
+/* 1 when the shim is active and has a usable spill directory (a real,
+ * reservable filesystem): buffers can be spilled to disk. 0 otherwise. */
+int spillway_can_spill(void);
+
+/* 1 when this process's cgroup can take size more bytes of unreclaimable
+ * memory and keep the configured memory_reserve free (always, without a
+ * limit); 0 when it cannot; -ENOSYS when the shim is not active. */
+int spillway_memory_fits(size_t size);
+
+/* The region holding p (any interior pointer): its start and its size as
+ * allocated (an exported file is exactly that long). 0, or -EINVAL. */
+int spillway_region(const void *p, void **start, size_t *size);
 
 /* Remove files spillway exported in earlier runs, once per run (an
  * environment marker tells children an ancestor did it). 0, or -errno. */

@@ -14,6 +14,7 @@
 #include "callsite.h"
 #include "config.h"
 #include "fd_policy.h"
+#include "fork_safety.h"
 #include "large.h"
 #include "log.h"
 #include "profile.h"
@@ -33,6 +34,8 @@
 
 namespace spillway {
 
+// The most address space large regions may ever use; only what they need
+// (plus a step of slack) is reserved (arena.h).
 constexpr size_t kArenaBytes = size_t(16) << 40;
 
 static Settings *g_startup_settings = nullptr;
@@ -81,11 +84,11 @@ static void start() {
     shm_init(*s);
     callsite_init(*s);
     profile_load(*s);
-    pthread_atfork(large_fork_prepare, large_fork_parent, large_fork_child);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;
     SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",
-            (unsigned long long)s->threshold, policy_name(s->policy), s->spill_dir.c_str(),
+            (unsigned long long)s->threshold, policy_name(s->policy), spill_dir_path().c_str(),
             disk_usable() ? "" : " (unusable)");
 }
 

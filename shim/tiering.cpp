@@ -27,7 +27,7 @@ std::vector<size_t> plan_promotions(const std::vector<TierCandidate> &c, uint64_
                                     uint64_t now_ns, const TierSettings &s) {
     std::vector<size_t> eligible;
     for (size_t i = 0; i < c.size(); i++)
-        if (c[i].backing == Backing::disk && c[i].phase == 2 && c[i].bytes >= s.min_size &&
+        if (c[i].backing == Backing::disk && c[i].phase == (uint8_t)Verdict::random && c[i].bytes >= s.min_size &&
             cooled_down(c[i], now_ns, s))
             eligible.push_back(i);
     std::stable_sort(eligible.begin(), eligible.end(), [&](size_t a, size_t b) {

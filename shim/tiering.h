@@ -1,10 +1,11 @@
 // tiering.h — the decisions of adaptive tiering: which disk regions move
 // into memory, and which memory regions move to disk, and when.
 //
-// Promotion: a disk region in a random phase (the access detector's verdict)
-// moves into memory while the cgroup has room for it: limit, minus
-// unreclaimable usage, minus memory.reserve, minus what other processes of
-// the cgroup have claimed. When the room is short, the candidates with the
+// Promotion: a disk region in a random phase (the access detector's verdict:
+// Region::phase == Verdict::random, and its fault_rate; sampler.h) moves
+// into memory while the cgroup has room for it: limit, minus unreclaimable
+// usage, minus memory.reserve, minus what other processes of the cgroup
+// have claimed. When the room is short, the candidates with the
 // most benefit (pages faulted in per second per byte) go first.
 // Demotion: when unreclaimable usage comes within demote_margin of the
 // limit, or would reach it within horizon_ms at its current growth rate, or
@@ -18,6 +19,7 @@
 
 #include "backing.h"
 #include "config.h"
+#include "sampler.h" // Verdict: the access detector's phase, as Region::phase holds it
 
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +31,7 @@ struct TierCandidate {
     uintptr_t start = 0;
     size_t bytes = 0;
     Backing backing = Backing::none;
-    uint8_t phase = 0;            // 0 undecided, 1 sequential, 2 random
+    uint8_t phase = 0;            // Region::phase: a Verdict (the access detector's)
     uint64_t phase_since_ns = 0;
     uint32_t fault_rate = 0;      // pages faulted in per second
     uint64_t last_move_ns = 0;    // 0: never moved by tiering

@@ -4,6 +4,7 @@
 #include "backing.h"
 #include "cgroup.h"
 #include "claims.h"
+#include "fork_safety.h"
 #include "large.h"
 #include "log.h"
 #include "region.h"
@@ -85,10 +86,15 @@ struct Snapshot {
 
 unsigned snapshot(Snapshot *out, uint64_t min_size) {
     unsigned n = 0;
+    if (fork_child_untrusted()) return 0; // fork_safety.h: nothing moves in such a child
+    const uint64_t inherited_before = forked_at_ns();
     std::lock_guard<std::mutex> guard(large_lock());
     for (Region *r = registry_first(); r && n < kMaxCandidates; r = r->next) {
         if (r->freed.load() || r->is_private || r->map_len < min_size || r->pins.load()) continue;
         if (r->file && (r->file->foreign || r->file->exported[0])) continue; // shared by name: stays
+        // A fork child never moves what it inherited: those are the
+        // parent's bytes (its files, or copies the parent may also move).
+        if (r->born_ns < inherited_before) continue;
         // A fork child maps the files of regions born before it, privately:
         // a pool range would be punched, a memfd punched while moving.
         if (r->file && r->born_ns < last_fork_ns() && (r->file->pool || r->backing == Backing::memory))
@@ -294,6 +300,8 @@ void tiering_notice() {
 void tiering_stop() { g_stop.store(true); }
 
 void tiering_after_fork_child() {
+    // The controller thread is the parent's; this process starts its own at
+    // its next large region (tiering_notice), unless it is untrusted.
     g_started.store(false);
     for (History &h : g_history) h = History{};
 }

@@ -9,6 +9,7 @@ packages=(
   python3-numpy python3-torch
   docker.io e2fsprogs util-linux procps
   libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
+  libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

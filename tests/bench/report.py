@@ -395,6 +395,26 @@ def section_large(R, md, figs, out):
     figs.append(("large-path.png", "Large path by backing"))
 
 
+def section_pycallsite(R, md):
+    if not R.params("pycallsite"):
+        return
+    rows = []
+    for p in R.params("pycallsite"):
+        for m, label in [("numpy_us", "np.empty, one site, 12 Python calls deep"),
+                         ("torch_us", "torch.empty, one site, 12 Python calls deep"),
+                         ("new_line_us", "np.empty, first from each of 200 Python lines")]:
+            if not R.series("pycallsite", "py-on", p, m):
+                continue
+            rows.append([label, fmt(R.stat("pycallsite", "py-on", p, m)), fmt(R.stat("pycallsite", "py-off", p, m)),
+                         fmt(R.stat("pycallsite", "sites-off", p, m)), fmt(R.diff("pycallsite", "py-on", "py-off", p, m))])
+    md.append("## Python call sites: capture cost per large allocation\n")
+    md.append("1 MiB numpy arrays / torch tensors at the threshold (policy anon, never touched), allocated "
+              "and freed from Python (tests/bench/pycallsite.py), median over the allocations; *Python "
+              "capture* = `python_depth = 4` - `python_depth = 0`, paired per round. Budget: 20 µs.\n")
+    md.append(md_table(["allocation", "Python capture on µs", "native only µs", "no call sites µs",
+                        "Python capture µs"], rows) + "\n")
+
+
 def section_callsite(R, md):
     if not R.params("callsite"):
         return
@@ -540,6 +560,7 @@ def main():
     section_small(R, body, figs, a.out)
     section_large(R, body, figs, a.out)
     section_callsite(R, body)
+    section_pycallsite(R, body)
     section_control(R, body)
     lim = []
     section_limit(R, lim, figs, a.out, a.series, a.limit, meta)

@@ -7,7 +7,7 @@
 #            <repo>/build-bench), --spill-dir DIR (default /var/tmp/spillway-bench,
 #            must be on a disk filesystem), --rounds N (small-path rounds),
 #            --only SECTION[,SECTION]
-#            (small, large, callsite, control, limit), --shim LIB (measure an
+#            (small, startup, large, callsite, pycallsite, control, limit), --shim LIB (measure an
 #            already built libspillway.so instead of building this tree's),
 #            --out DIR (where results.csv, RESULTS.md and the plots go; default
 #            tests/bench)
@@ -23,7 +23,11 @@
 #             peak RSS)
 #   large     large-allocation path by backing: first-byte latency, first-touch
 #             sequential write (warm and after idle), random 8-byte writes, free()
+#   startup   /bin/true under the shim against bare mimalloc, interleaved
+#             pairs in one run (startup_pairs): median wall and CPU ratio
 #   callsite  call-site capture + decision cost per large allocation
+#   pycallsite Python call-site capture on/off per large allocation
+#             (numpy and torch, tests/bench/pycallsite.py)
 #   control   spillway_residency / spillway_release_page_cache cost
 #   limit     a sequential job writing 4x a cgroup-v1 memory limit, with and
 #             without the shim (needs root and /sys/fs/cgroup/memory)
@@ -37,7 +41,7 @@ MODE=full
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build-bench}
 SPILL=${SPILLWAY_BENCH_DIR:-/var/tmp/spillway-bench}
 ROUNDS=""
-ONLY="small,large,callsite,control,limit"
+ONLY="small,startup,large,callsite,pycallsite,control,limit"
 SHIM_OVERRIDE=""
 RESULTS_DIR=$HERE
 while [ $# -gt 0 ]; do
@@ -94,7 +98,7 @@ mkdir -p "$OUT"
 # Only what the suite needs: the shim, and the benchmark programs when
 # tests/meson.build includes 'bench' (never the whole tree: other suites'
 # work in progress must not stop a benchmark run).
-PROGS="larson xmalloc cache_scratch runstat large_bench seqjob cgrun callsite_bench"
+PROGS="larson xmalloc cache_scratch runstat large_bench seqjob cgrun callsite_bench startup_pairs"
 TARGETS=(shim/libspillway.so.0)
 MESON_BENCH=0
 if [ -f "$BUILD/build.ninja" ] && grep -q '^build tests/bench/callsite_bench:' "$BUILD/build.ninja"; then
@@ -251,6 +255,17 @@ if want small; then
     done
 fi
 
+# ---------------------------------------------------------------- start-up
+# Issue 14's goal: at most 1.1x bare mimalloc on /bin/true. One process per
+# run, A (spillway) and B (mimalloc) alternating; the ratio is per pair.
+if want startup; then
+    ROUND=1
+    log "start-up: /bin/true under spillway vs bare mimalloc, $((STARTS * 2)) pairs"
+    run_prog -- "$BIN/startup_pairs" -n $((STARTS * 2)) -e "SPILLWAY_DIR=$SPILL" \
+        "$SHIM" "${PRELOAD[mimalloc]}"
+    sed -i "s/^\($ROUND,startup\),A,/\1,spillway,/; s/^\($ROUND,startup\),B,/\1,mimalloc,/; s|^\($ROUND,startup\),A/B,|\1,spillway/mimalloc,|" "$CSV"
+fi
+
 # ---------------------------------------------------------------- large path
 # Variants: "mmap" is the reference (a plain private anonymous mapping, what
 # glibc's malloc returns for these sizes); "mmap-thp" adds MADV_HUGEPAGE (what
@@ -306,6 +321,21 @@ if want callsite; then
             envs=(LD_PRELOAD="$SHIM" SPILLWAY_DIR="$SPILL" SPILLWAY_THRESHOLD=1MiB SPILLWAY_POLICY="${v%-*}")
             [ "${v#*-}" = off ] && envs+=(SPILLWAY_CONFIG="$OUT/callsites-off.toml")
             run_prog "${envs[@]}" -- "$BIN/callsite_bench" 1M "$CS_COUNT" "$v"
+        done
+    done
+fi
+
+# ---------------------------------------------------------------- Python call sites
+if want pycallsite; then
+    printf '[callsites]\npython_depth = 4\n' > "$OUT/py-on.toml"
+    printf '[callsites]\npython_depth = 0\n' > "$OUT/py-off.toml"
+    printf '[callsites]\nenabled = false\n' > "$OUT/sites-off.toml"
+    PY_COUNT=2000; [ "$MODE" = quick ] && PY_COUNT=500
+    for ((ROUND = 1; ROUND <= LARGE_ROUNDS; ROUND++)); do
+        log "Python call sites, round $ROUND/$LARGE_ROUNDS"
+        for v in $(rotate $((ROUND - 1)) py-on py-off sites-off); do
+            run_prog LD_PRELOAD="$SHIM" SPILLWAY_DIR="$SPILL" SPILLWAY_THRESHOLD=1MiB SPILLWAY_POLICY=anon \
+                SPILLWAY_CONFIG="$OUT/$v.toml" -- "$PYTHON" "$HERE/pycallsite.py" --child "$v" --count "$PY_COUNT"
         done
     done
 fi

@@ -36,7 +36,7 @@ ref=$("$spillway" check --ignore-env "$root/config/spillway.toml" | strip)
 defaults=$("$spillway" check --ignore-env | strip)
 [ "$ref" = "$defaults" ] || fail "config/spillway.toml differs from the defaults: $(diff <(echo "$ref") <(echo "$defaults"))"
 # ... and mentions every key a [[rule]] takes.
-for key in match module policy access; do
+for key in match module python policy access; do
     grep -q "^#   $key " "$root/config/spillway.toml" || fail "config/spillway.toml does not document rule key '$key'"
 done
 

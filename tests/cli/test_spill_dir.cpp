@@ -70,6 +70,7 @@ TEST_CASE("inspect judges a missing directory by its ancestor and creates nothin
 
     touch(root.path + "/file");
     s.spill_dir = root.path + "/file/spill";
+    s.spill_dir_given = true; // named by the user: theirs to fix
     d = inspect_spill_dir(s, note);
     CHECK_FALSE(d.usable);
     CHECK(d.why_unusable.find("cannot create") != std::string::npos);
@@ -84,6 +85,7 @@ TEST_CASE("a world-writable directory without the sticky bit is refused, as in t
     TempDir root;
     Settings s;
     s.spill_dir = root.path + "/open";
+    s.spill_dir_given = true;
     REQUIRE(mkdir(s.spill_dir.c_str(), 0777) == 0);
     REQUIRE(chmod(s.spill_dir.c_str(), 0777) == 0);
     std::string note;
@@ -91,6 +93,27 @@ TEST_CASE("a world-writable directory without the sticky bit is refused, as in t
     CHECK_FALSE(d.usable);
     CHECK(d.why_unusable.find("writable by others") != std::string::npos);
     CHECK(spill_dir_is_fatal(s, d));
+    // The same directory as the default (nobody named it): the shim spills
+    // to a private directory instead, so `run` and `check` must not stop.
+    s.spill_dir_given = false;
+    CHECK_FALSE(spill_dir_is_fatal(s, d));
+}
+
+TEST_CASE("another user's directory is not fatal, named or not (a child after a uid change)") {
+    TempDir root;
+    Settings s;
+    s.spill_dir = root.path + "/theirs";
+    s.spill_dir_given = true;
+    REQUIRE(mkdir(s.spill_dir.c_str(), 0700) == 0);
+    if (chown(s.spill_dir.c_str(), 65534, 65534) != 0) {
+        WARN("cannot chown here (not root); skipped");
+        return;
+    }
+    std::string note;
+    SpillDir d = inspect_spill_dir(s, note);
+    CHECK_FALSE(d.usable);
+    CHECK(d.foreign);
+    CHECK_FALSE(spill_dir_is_fatal(s, d));
 }
 
 TEST_CASE("tmpfs is refused but not fatal (the shim warns and falls back)") {

@@ -13,6 +13,7 @@
 //                          write SIZE bytes, release them, report USAGE_FILE
 //   alloc-random SIZE      spillway_alloc(SIZE, SPILLWAY_RANDOM_ACCESS)
 //   inactive               call every function (the test made the shim inactive)
+//   inactive-queries       the queries the Python reference API uses, inactive too
 #include "spillway.h"
 #include "memcg.h"
 #include "support.h"
@@ -138,6 +139,19 @@ int inactive() {
     return 0;
 }
 
+int inactive_queries() {
+    errno = 0;
+    void *required = spillway_alloc_disk(64 * MiB, 0);
+    printf("require_disk=%s errno=%d\n", required ? "buffer" : "null", errno);
+    printf("threshold_is_max=%d\n", spillway_threshold() == SIZE_MAX ? 1 : 0);
+    printf("can_spill=%d\n", spillway_can_spill());
+    printf("memory_fits=%d\n", spillway_memory_fits(MiB));
+    char *big = (char *)malloc(64 * MiB);
+    printf("region=%d\n", spillway_region(big, nullptr, nullptr));
+    free(big);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -154,5 +168,6 @@ int main(int argc, char **argv) {
         return cgroup_release(strtoull(argv[2], nullptr, 10), argv[3]);
     if (cmd == "alloc-random" && argc == 3) return alloc_random(strtoull(argv[2], nullptr, 10));
     if (cmd == "inactive") return inactive();
+    if (cmd == "inactive-queries") return inactive_queries();
     return usage();
 }

@@ -15,7 +15,7 @@ using namespace control_test;
 TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal") {
     SpawnOptions limited;
     limited.before_exec = [] {
-        struct rlimit as = {size_t(32) << 30, size_t(32) << 30}; // below the smallest arena
+        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
         setrlimit(RLIMIT_AS, &as);
     };
     int status = -1;
@@ -31,4 +31,21 @@ TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal")
                  "alloc=usable\n"
                  "alloc_backing=0\n"
                  "map=null errno=38\n");
+}
+
+TEST_CASE("with the shim inactive, REQUIRE_DISK and the reference API's queries refuse") {
+    SpawnOptions limited;
+    limited.before_exec = [] {
+        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
+        setrlimit(RLIMIT_AS, &as);
+    };
+    int status = -1;
+    std::string out = run_helper({"inactive-queries"}, &status, limited);
+    INFO(out);
+    REQUIRE(status == 0);
+    CHECK(out == "require_disk=null errno=38\n"
+                 "threshold_is_max=1\n"
+                 "can_spill=0\n"
+                 "memory_fits=-38\n"
+                 "region=-22\n");
 }

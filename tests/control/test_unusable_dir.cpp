@@ -40,3 +40,11 @@ TEST_CASE("spill and export refuse with -ENOENT and leave the region unchanged")
     CHECK(first_mismatch(p, 0, 16 * MiB, 2) == SIZE_MAX);
     free(p);
 }
+
+TEST_CASE("spillway_alloc_disk gets no buffer, and spilling is reported off, without a usable directory") {
+    errno = 0;
+    CHECK(spillway_alloc_disk(16 * MiB, 0) == nullptr);
+    CHECK(errno == ENOENT);
+    CHECK(spillway_can_spill() == 0);
+    CHECK(spillway_threshold() == 1 * MiB); // still routing large allocations
+}

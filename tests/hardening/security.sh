@@ -4,8 +4,10 @@
 #  * as a non-root user (setpriv): the directory (and parents it creates) is
 #    created 0700 and owned by that user; live spill files are unnamed
 #    (only "(deleted)" descriptors, the directory lists empty), 0600, owned by the user
-#  * refused: a directory owned by another user (both ways: root's dir for
-#    nobody, nobody's dir for root), world-writable without sticky bit,
+#  * another user's directory (both ways: root's dir for nobody, nobody's
+#    dir for root, and a sticky /tmp-like one) is never used: one warning, and
+#    the job spills into a fresh private directory instead (issue 14)
+#  * refused: world-writable without sticky bit,
 #    group/other-writable sticky dir accepted only if owned by us, a symlink,
 #    a symlinked parent is followed only for parents (documented)
 #  * exported names: spillway-export-<pid>-<32 hex>, 0600, distinct per export;
@@ -115,6 +117,17 @@ refused() { # refused LABEL REGEX DIR [PREFIX...]
   if [ $status = 0 ] || ! grep -qE "$regex" <<<"$out"; then bad "$label: not refused (status $status): $out"
   else ok "$label refused (status $status)"; fi
 }
+diverted() { # diverted LABEL REGEX DIR [PREFIX...]: runs, spills elsewhere, DIR untouched
+  local label=$1 regex=$2 dir=$3; shift 3
+  local out status=0 before after
+  before=$(ls -A "$dir" | wc -l)
+  out=$("$@" env LD_PRELOAD="$lib" SPILLWAY_DIR="$dir" SPILLWAY_THRESHOLD=1MiB "$prog" work 2>&1) || status=$?
+  after=$(ls -A "$dir" | wc -l)
+  if [ $status != 0 ] || ! grep -qE "$regex" <<<"$out" || ! grep -q 'private directory' <<<"$out" \
+     || ! grep -qE 'disk=[1-9]' <<<"$out" || [ "$before" != "$after" ]; then
+    bad "$label: not diverted to a private directory (status $status, entries $before -> $after): $out"
+  else ok "$label: not used, spilled to a private directory"; fi
+}
 accepted() { # accepted LABEL DIR [PREFIX...]
   local label=$1 dir=$2; shift 2
   local out status=0
@@ -123,12 +136,12 @@ accepted() { # accepted LABEL DIR [PREFIX...]
   else ok "$label accepted"; fi
 }
 mkdir -m 0700 "$work/nobodys"; chown nobody "$work/nobodys"
-refused "a directory owned by another user (nobody's, for root)" 'owned by uid' "$work/nobodys"
+diverted "a directory owned by another user (nobody's, for root)" 'owned by uid' "$work/nobodys"
 if [ ${#as_nobody[@]} -gt 0 ]; then
   mkdir -m 0700 "$work/roots"
-  refused "a directory owned by another user (root's, for nobody)" 'owned by uid 0|cannot|not writable' "$work/roots" "${as_nobody[@]}"
+  diverted "a directory owned by another user (root's, for nobody)" 'owned by uid 0|cannot|not writable' "$work/roots" "${as_nobody[@]}"
   mkdir -m 1777 "$work/sticky-root"
-  refused "a sticky world-writable directory of another user (like /tmp, for nobody)" 'owned by uid 0' "$work/sticky-root" "${as_nobody[@]}"
+  diverted "a sticky world-writable directory of another user (like /tmp, for nobody)" 'owned by uid 0' "$work/sticky-root" "${as_nobody[@]}"
 fi
 mkdir -m 1777 "$work/sticky"
 accepted "our own sticky world-writable directory" "$work/sticky"

@@ -94,3 +94,49 @@ def run_python(code, env=None, input=None, preexec_fn=None):
 def shim_in_process():
     with open("/proc/self/maps") as f:
         return "libspillway" in f.read()
+
+
+class MemoryCgroup:
+    """A memory cgroup of its own under this process's (v1 memory controller,
+    or v2), removed on close(); a child joins it with preexec_fn=cg.join.
+    Raises RuntimeError saying why when none can be made (not root, no
+    writable hierarchy)."""
+
+    def __init__(self, limit):
+        v1 = v2 = None
+        with open("/proc/self/cgroup") as f:
+            for line in f.read().splitlines():
+                if ":memory:" in line:
+                    v1 = line.split(":memory:", 1)[1]
+                elif line.startswith("0::"):
+                    v2 = line[3:]
+        if v1 is not None:
+            parent, self.v2 = "/sys/fs/cgroup/memory" + v1.rstrip("/"), False
+        elif v2 is not None:
+            parent, self.v2 = "/sys/fs/cgroup" + v2.rstrip("/"), True
+            with open(parent + "/cgroup.subtree_control") as f:
+                enabled = "memory" in f.read()
+            if not enabled:
+                with open(parent + "/cgroup.subtree_control", "w") as f:
+                    f.write("+memory")
+        else:
+            raise RuntimeError("no memory cgroup in /proc/self/cgroup")
+        self.dir = "%s/spillway-test-%d-%s" % (parent, os.getpid(), os.urandom(4).hex())
+        os.mkdir(self.dir)
+        with open(self.dir + ("/memory.max" if self.v2 else "/memory.limit_in_bytes"), "w") as f:
+            f.write(str(limit))
+
+    def join(self):
+        with open(self.dir + "/cgroup.procs", "w") as f:
+            f.write(str(os.getpid()))
+
+    def close(self):
+        for _ in range(500):  # removable once its processes are gone
+            try:
+                os.rmdir(self.dir)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+        sys.stderr.write("python test: could not remove cgroup %s; remove it with rmdir\n" % self.dir)

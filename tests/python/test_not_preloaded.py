@@ -79,8 +79,8 @@ class ShimLoadedButNotRouting(unittest.TestCase):
             "      spillway.export(a), spillway.load('/etc/hostname', numpy.uint8, (1,)))",
         ])
 
-        def limit_address_space():  # below the smallest arena the shim will reserve
-            resource.setrlimit(resource.RLIMIT_AS, (32 << 30, 32 << 30))
+        def limit_address_space():  # leaves less than the arena's first 256 MiB step
+            resource.setrlimit(resource.RLIMIT_AS, (200 << 20, 200 << 20))
 
         status, out, err = run_python(code, env=env, preexec_fn=limit_address_space)
         self.assertEqual(status, 0, err)

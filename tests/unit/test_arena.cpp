@@ -1,5 +1,6 @@
 // test_arena.cpp — the reserved range: one-comparison ownership, aligned
-// first-fit, in-place extension, coalescing give-back, the slot table.
+// first-fit, in-place extension, coalescing give-back, the slot table, and
+// the reservation growing and shrinking with what regions hold.
 #include "shim_fixture.h"
 
 #include "region.h"
@@ -7,6 +8,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <mutex>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -27,7 +32,7 @@ TEST_CASE("ownership is exactly the reserved range") {
 TEST_CASE("take, extend and give back keep the free space consistent") {
     test::bring_up();
     std::lock_guard<std::mutex> guard(large_lock());
-    size_t before = arena::free_bytes();
+    size_t before = arena::used_bytes();
     const size_t G = arena::kGranule;
     uintptr_t a = arena::take(3 * G + 1, G);
     uintptr_t b = arena::take(G, G);
@@ -35,21 +40,21 @@ TEST_CASE("take, extend and give back keep the free space consistent") {
     REQUIRE(b);
     CHECK(a % G == 0);
     CHECK(b >= a + 4 * G); // 3 granules + 1 byte rounds to 4
-    CHECK(arena::free_bytes() == before - 5 * G);
+    CHECK(arena::used_bytes() == before + 5 * G);
 
     // b is right after a: a cannot grow in place until b is returned.
     if (b == a + 4 * G) CHECK_FALSE(arena::extend(a, 4 * G, 6 * G));
     arena::give_back(b, G);
     CHECK(arena::extend(a, 4 * G, 6 * G));
-    CHECK(arena::free_bytes() == before - 6 * G);
+    CHECK(arena::used_bytes() == before + 6 * G);
 
     uintptr_t big = arena::take(5 * G, size_t(1) << 30);
     REQUIRE(big);
     CHECK(big % (size_t(1) << 30) == 0);
     arena::give_back(big, 5 * G);
     arena::give_back(a, 6 * G);
-    CHECK(arena::free_bytes() == before);
-    CHECK(arena::take(arena::g_size + G, G) == 0); // larger than the arena
+    CHECK(arena::used_bytes() == before);
+    CHECK(arena::take(arena::max_bytes() + G, G) == 0); // larger than the arena may ever grow
 }
 
 TEST_CASE("the slot table maps every granule of a region, interior pointers included") {
@@ -71,4 +76,93 @@ TEST_CASE("the slot table maps every granule of a region, interior pointers incl
     CHECK(arena::unmap_to_reserved(start, 3 * G));
     std::lock_guard<std::mutex> guard(large_lock());
     arena::give_back(start, 3 * G);
+}
+
+namespace {
+const size_t G = arena::kGranule;
+size_t reserved() { return arena::g_size.load(); }
+} // namespace
+
+TEST_CASE("start-up reserves one step, not terabytes") {
+    test::bring_up();
+    CHECK(arena::max_bytes() >= (size_t(1) << 40));
+    // Other tests may hold regions, but never more than a step's slack beyond them.
+    CHECK(reserved() <= arena::used_bytes() + 2 * arena::kStepBytes);
+}
+
+TEST_CASE("the reservation grows for a region that does not fit, and shrinks back") {
+    test::bring_up();
+    std::lock_guard<std::mutex> guard(large_lock());
+    size_t before = reserved();
+    size_t big_len = before + 3 * arena::kStepBytes + G; // cannot fit in what is reserved
+    uintptr_t big = arena::take(big_len, G);
+    REQUIRE(big);
+    CHECK(reserved() >= big - arena::g_base + big_len);
+    CHECK(reserved() % arena::kStepBytes == 0);
+    CHECK(reserved() <= big - arena::g_base + big_len + arena::kStepBytes); // bounded slack
+    // Every byte of the grown range is mapped (PROT_NONE): mincore fails
+    // with ENOMEM on an unmapped page, succeeds on a reserved one.
+    unsigned char vec[1];
+    CHECK(mincore((void *)(big + big_len - 4096), 4096, vec) == 0);
+    CHECK(arena::owns((void *)(big + big_len - 1)));
+    // The slot table covers the new granules, far end included.
+    Region r;
+    arena::publish(&r, big, big_len);
+    CHECK(arena::region_at((void *)(big + big_len - 1)) == &r);
+    arena::unpublish(big, big_len);
+    CHECK(arena::region_at((void *)(big + big_len - 1)) == nullptr);
+
+    // A region at the top grows in place by growing the reservation.
+    size_t top_len = reserved() - (big - arena::g_base);
+    if (top_len >= big_len + G) { // the slack after big is free: use it all first
+        REQUIRE(arena::extend(big, big_len, top_len));
+        big_len = top_len;
+    }
+    REQUIRE(arena::extend(big, big_len, big_len + arena::kStepBytes));
+    big_len += arena::kStepBytes;
+    CHECK(reserved() >= big - arena::g_base + big_len);
+
+    uintptr_t end = arena::g_base + reserved();
+    arena::give_back(big, big_len);
+    CHECK(reserved() <= before + arena::kStepBytes);
+    CHECK_FALSE(arena::owns((void *)(end - 1)));
+    // The top was unmapped, not left reserved.
+    CHECK(mincore((void *)(end - 4096), 4096, vec) == -1);
+}
+
+TEST_CASE("a mapping right after the range stops growth: take returns 0, the caller falls back") {
+    test::bring_up();
+    std::lock_guard<std::mutex> guard(large_lock());
+    uintptr_t end = arena::g_base + reserved();
+    void *blocker = mmap((void *)end, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    REQUIRE(blocker == (void *)end);
+    CHECK(arena::take(reserved() + G, G) == 0);
+    CHECK(arena::g_base + reserved() == end); // unchanged
+    CHECK(arena::owns(blocker) == false);
+    munmap(blocker, 4096);
+    size_t want = reserved() + G; // once: the take below grows reserved()
+    uintptr_t p = arena::take(want, G); // room again
+    REQUIRE(p);
+    arena::give_back(p, want);
+}
+
+TEST_CASE("RLIMIT_AS lowered after start-up: growth fails cleanly, what is reserved still works") {
+    test::bring_up();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::lock_guard<std::mutex> guard(large_lock());
+        rlimit lim{size_t(4) << 30, size_t(4) << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(2);
+        if (arena::take(size_t(8) << 30, G) != 0) _exit(3);     // past the limit
+        uintptr_t small = arena::take(G, G);                    // inside the reservation
+        if (!small) _exit(4);
+        uintptr_t grown = arena::take(reserved() + G, G);       // a little growth fits the limit
+        if (!grown) _exit(5);
+        _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -17,11 +18,13 @@ TEST_CASE("defaults are the documented ones") {
     Settings s;
     CHECK(s.threshold == 64ull << 20);
     CHECK(s.policy == Policy::auto_);
-    CHECK(s.spill_dir == "/var/tmp/spillway");
+    CHECK(s.spill_dir == "/var/tmp/spillway-" + std::to_string(geteuid())); // one per user
+    CHECK_FALSE(s.spill_dir_given);
     CHECK_FALSE(s.allow_tmpfs);
     CHECK(s.memory_reserve == 256ull << 20);
     CHECK(s.log_level == LogLevel::warn);
     CHECK(s.shm_redirect);
+    CHECK(s.python_depth == 4);
 }
 
 TEST_CASE("every key is read") {
@@ -46,6 +49,7 @@ learn = false
 [callsites]
 enabled = false
 depth = 20
+python_depth = 6
 [shm]
 redirect = false
 min_size = "128MiB"
@@ -57,11 +61,15 @@ access = "random"
 [[rule]]
 module = "libfoo.so"
 policy = "anon"
+[[rule]]
+python = "train.py:build_csr*"
+policy = "memory"
 )", "job.toml", s);
     REQUIRE_FALSE(err);
     CHECK(s.threshold == 2ull << 20);
     CHECK(s.policy == Policy::disk);
     CHECK(s.spill_dir == "/data/spill");
+    CHECK(s.spill_dir_given);
     CHECK(s.allow_tmpfs);
     CHECK(s.dedicated_min == 1ull << 30);
     CHECK(s.memory_reserve == 1ull << 30);
@@ -72,14 +80,16 @@ policy = "anon"
     CHECK_FALSE(s.learn);
     CHECK_FALSE(s.callsites);
     CHECK(s.callsite_depth == 20);
+    CHECK(s.python_depth == 6);
     CHECK_FALSE(s.shm_redirect);
     CHECK(s.shm_min == 128ull << 20);
-    REQUIRE(s.rules.size() == 2);
+    REQUIRE(s.rules.size() == 3);
+    CHECK(s.rules[2].python == "train.py:build_csr*");
     CHECK(s.rules[0].match == "scatter_*");
     CHECK(s.rules[0].module == "libtorch*");
     CHECK(s.rules[0].policy == Policy::memory);
     CHECK(s.rules[0].access == Access::random);
-    CHECK(s.rules[0].line == 24);
+    CHECK(s.rules[0].line == 25);
     CHECK(s.rules[1].policy == Policy::anon);
 }
 
@@ -114,6 +124,20 @@ TEST_CASE("bad configs give one line naming file, line and key") {
     e = parse_error("[spill]\ndir = \"relative/path\"");
     CHECK(e.find("absolute") != std::string::npos);
 
+    e = parse_error("[[rule]]\npython = \"build_csr\"\npolicy = \"memory\"");
+    CHECK(e.find("job.toml:2") == 0);
+    CHECK(e.find("key 'rule.python'") != std::string::npos);
+    CHECK(e.find("FILE:FUNCTION") != std::string::npos);
+
+    e = parse_error("[[rule]]\npython = \"python train.py:f:3\"\npolicy = \"memory\"");
+    CHECK(e.find("key 'rule.python'") != std::string::npos);
+
+    e = parse_error("[callsites]\npython_depth = 40");
+    CHECK(e.find("key 'callsites.python_depth'") != std::string::npos);
+
+    e = parse_error("[[rule]]\npolicy = \"memory\"");
+    CHECK(e.find("match, module or python") != std::string::npos);
+
     e = parse_error("[log]\nlevel = \"loud\"");
     CHECK(e.find("key 'log.level'") != std::string::npos);
     CHECK(e.find('\n') == std::string::npos);
@@ -131,6 +155,7 @@ TEST_CASE("environment variables override single settings") {
     Settings s;
     REQUIRE_FALSE(load_settings(s, lookup));
     CHECK(s.spill_dir == "/srv/spill");
+    CHECK(s.spill_dir_given);
     CHECK(s.threshold == 8ull << 20);
     CHECK(s.policy == Policy::memory);
     CHECK(s.log_level == LogLevel::info);
@@ -151,7 +176,8 @@ TEST_CASE("environment variables override single settings") {
 
 TEST_CASE("the effective settings print as a config that parses back") {
     Settings s;
-    REQUIRE_FALSE(parse_config_text("threshold = \"3MiB\"\n[[rule]]\nmatch = \"f*\"\npolicy = \"memory\"\n",
+    REQUIRE_FALSE(parse_config_text("threshold = \"3MiB\"\n[callsites]\npython_depth = 2\n[[rule]]\nmatch = \"f*\"\n"
+                                    "policy = \"memory\"\n[[rule]]\npython = \"a.py:g:7\"\npolicy = \"disk\"\n",
                                     "a.toml", s));
     std::string text = describe_settings(s);
     Settings again;
@@ -159,7 +185,9 @@ TEST_CASE("the effective settings print as a config that parses back") {
     INFO(text);
     REQUIRE_FALSE(err);
     CHECK(again.threshold == s.threshold);
-    CHECK(again.rules.size() == 1);
+    REQUIRE(again.rules.size() == 2);
+    CHECK(again.rules[1].python == "a.py:g:7");
+    CHECK(again.python_depth == 2);
     CHECK(config_error_line("x", false).find("SPILLWAY_ON_ERROR=continue") != std::string::npos);
 }
 

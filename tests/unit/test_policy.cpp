@@ -1,4 +1,5 @@
-// test_policy.cpp — the decision table: global policy, explicit flags,
+// test_policy.cpp — the decision table: global policy, explicit flags (and
+// the required file of spillway_alloc_disk),
 // rules, and auto's physics (sequential to disk, random to memory while the
 // cgroup has headroom, else disk loudly).
 #include "callsite.h"
@@ -38,6 +39,21 @@ TEST_CASE("explicit flags win over the global policy") {
     CHECK(run(Policy::anon, 1000, SPILLWAY_PREFER_DISK, nullptr, true, 0).backing == Backing::disk);
     CHECK(run(Policy::disk, 1000, SPILLWAY_PREFER_MEMORY, nullptr, true, 0).backing == Backing::memory);
     CHECK(run(Policy::disk, 1000, kFlagAlignmentOnly, nullptr, true, 0).backing == Backing::anon);
+}
+
+TEST_CASE("a required file (spillway_alloc_disk) is a file of its own, with no fallback") {
+    for (Policy global : {Policy::anon, Policy::memory, Policy::disk, Policy::auto_}) {
+        Decision d = run(global, 1000, kFlagRequireDisk | SPILLWAY_RANDOM_ACCESS, nullptr, true, 0);
+        CHECK(d.backing == Backing::disk);
+        CHECK(d.fallback == Backing::none);
+        CHECK(d.own_file);
+        CHECK(d.random_advice);
+        CHECK_FALSE(d.loud);
+        CHECK(run(global, 1000, kFlagRequireDisk, nullptr, false, 0).backing == Backing::none);
+    }
+    Decision preferred = run(Policy::anon, 1000, SPILLWAY_PREFER_DISK, nullptr, true, 0);
+    CHECK(preferred.fallback == Backing::memory);
+    CHECK_FALSE(preferred.own_file);
 }
 
 TEST_CASE("random access: memory while the cgroup has headroom, else disk loudly") {

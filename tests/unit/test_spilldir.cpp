@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace spillway;
@@ -63,6 +64,60 @@ TEST_CASE("unsafe directories are refused with a reason") {
     d = open_spill_dir(other, false);
     CHECK_FALSE(d.usable);
     CHECK(d.why_unusable.find("owned by uid 65534") != std::string::npos);
+    CHECK(d.foreign);
+
+    // Inside another user's private directory: this uid may not even look.
+    std::string locked = t.path + "/locked";
+    mkdir(locked.c_str(), 0700);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+        SpillDir inner = open_spill_dir(locked + "/spill", false);
+        _exit(!inner.usable && inner.foreign ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("which refusals fall back to a private directory") {
+    SpillDir foreign, unsafe, tmpfs;
+    foreign.foreign = true;
+    tmpfs.on_tmpfs = true;
+    // The default: anything but tmpfs (the private directory would be RAM too).
+    CHECK(spill_dir_falls_back(foreign, false));
+    CHECK(spill_dir_falls_back(unsafe, false));
+    CHECK_FALSE(spill_dir_falls_back(tmpfs, false));
+    // A directory the user named: only another user's (inherited across a
+    // uid change); a symlink or an open directory is theirs to fix (exit 78).
+    CHECK(spill_dir_falls_back(foreign, true));
+    CHECK_FALSE(spill_dir_falls_back(unsafe, true));
+    CHECK_FALSE(spill_dir_falls_back(tmpfs, true));
+    SpillDir fine;
+    fine.usable = true;
+    CHECK_FALSE(spill_dir_falls_back(fine, false));
+}
+
+TEST_CASE("the private directory is fresh, 0700, ours, under /var/tmp") {
+    SpillDir a = open_private_spill_dir(false), b = open_private_spill_dir(false);
+    REQUIRE(a.usable);
+    REQUIRE(b.usable);
+    CHECK(a.path != b.path);
+    std::string prefix = std::string(kPrivateSpillBase) + "/spillway-" + std::to_string(geteuid()) + ".";
+    CHECK(a.path.rfind(prefix, 0) == 0);
+    struct stat st;
+    REQUIRE(fstat(a.fd, &st) == 0);
+    CHECK((st.st_mode & 0777) == 0700);
+    CHECK(st.st_uid == geteuid());
+    int fd = create_unnamed_file(a.fd);
+    CHECK(fd >= 0);
+    close(fd);
+    for (SpillDir *d : {&a, &b}) {
+        close(d->fd);
+        CHECK(rmdir(d->path.c_str()) == 0); // empty: spill files are unnamed
+    }
 }
 
 TEST_CASE("tmpfs is RAM: refused unless allowed") {

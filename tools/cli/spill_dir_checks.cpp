@@ -68,6 +68,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
         return d;
     }
     if (access(ancestor.c_str(), W_OK | X_OK) != 0) {
+        d.foreign = errno == EACCES || errno == EPERM; // as the shim judges it
         d.why_unusable = "cannot create " + missing + " (" + strerror(errno) + ")";
         return d;
     }
@@ -86,6 +87,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
 }
 
 bool spill_dir_is_fatal(const Settings &s, const SpillDir &d) {
+    if (spill_dir_falls_back(d, s.spill_dir_given)) return false; // the shim uses a private one
     return spill_dir_refusal_is_fatal(d, s.policy != Policy::memory && s.policy != Policy::anon);
 }
 

@@ -28,7 +28,7 @@ namespace spillway::cli {
 static const char kStatHelp[] =
     "usage: spillway stat [DIR]\n\n"
     "Lists a spill directory (default: spill.dir of $SPILLWAY_CONFIG and the SPILLWAY_*\n"
-    "environment, else /var/tmp/spillway): every file's size, reserved bytes (st_blocks),\n"
+    "environment, else /var/tmp/spillway-<uid>): every file's size, reserved bytes (st_blocks),\n"
     "bytes resident in the page cache (cachestat, or mincore where the kernel lacks it),\n"
     "and the processes that map it (from /proc/*/maps); then totals. Live unnamed spill\n"
     "files, which have no name in the directory, are found through the processes holding\n"

@@ -23,8 +23,11 @@ The physics, briefly (see DESIGN.md of the project):
 import ctypes
 import errno
 import os
+import sys
 import warnings
 import weakref
+
+from . import _maps
 
 __all__ = [
     "is_active",
@@ -38,6 +41,14 @@ __all__ = [
     "export",
     "load",
     "prepare_spill_dir",
+    # The reference API (gigl.utils.share_memory): spillway/sharing.py.
+    "allocate_disk_backed",
+    "allocate_preshared",
+    "spill_tensor_to_disk",
+    "load_spilled_tensor",
+    "is_tensor_spilling_enabled",
+    "share_memory",
+    "share_memory_for_ipc",
 ]
 
 _PREPARED_MARKER = "SPILLWAY_PREPARED"
@@ -70,6 +81,22 @@ class _Api:
         self.export = bind("spillway_export", c_int, c_void_p, c_char_p, c_size_t)
         self.map = bind("spillway_map", c_void_p, c_char_p, c_size_t)
         self.prepare_dir = bind("spillway_prepare_dir", c_int)
+
+        def optional(name, restype, *argtypes):
+            # Calls added after the first release: a missing one disables
+            # only what needs it (sharing.py), not the whole helper.
+            try:
+                return bind(name, restype, *argtypes)
+            except AttributeError:
+                return None
+
+        c_void_pp, c_size_tp = ctypes.POINTER(c_void_p), ctypes.POINTER(c_size_t)
+        self.alloc_disk = optional("spillway_alloc_disk", c_void_p, c_size_t, ctypes.c_uint)
+        self.threshold = optional("spillway_threshold", c_size_t)
+        self.can_spill = optional("spillway_can_spill", c_int)
+        self.memory_fits = optional("spillway_memory_fits", c_int, c_size_t)
+        self.region = optional("spillway_region", c_int, c_void_p, c_void_pp, c_size_tp)
+        self.file_path = optional("spillway_file_path", c_int, c_void_p, c_char_p, c_size_t)
         # The process's free(): the shim's own when it is preloaded.
         self.free = bind("free", None, c_void_p)
         self.getenv = bind("getenv", c_char_p, c_char_p)
@@ -201,12 +228,31 @@ def is_disk_backed(x):
 
     Read from the shim's own record of the region holding x's first byte, so
     the answer travels with every view. Memory-backed and anonymous buffers
-    are RAM and answer False.
+    are RAM and answer False. A torch tensor the shim did not place (or any,
+    without the shim) is disk-backed when torch mapped its storage over a
+    file on a real filesystem (torch.from_file; a spilled tensor re-mapped
+    where the shim is absent), looked up in /proc/self/maps; shared memory
+    (share_memory_(), /dev/shm, memfd, tmpfs) is RAM and answers False.
     """
     api, span = _target(x)
-    if api is None or span[1] == 0:
+    if api is not None and span[1] != 0:
+        placed = api.backing(span[0])
+        if placed != 0:  # the shim's own region: its record decides
+            return placed == 1
+    return _is_torch_file_mapping(x)
+
+
+def _is_torch_file_mapping(x):
+    """A torch CPU tensor whose storage torch itself mapped over a file on a
+    real filesystem (torch.from_file, or a spilled tensor re-mapped in a
+    process without the shim). Only storages torch calls shared are looked
+    up in /proc/self/maps: a heap storage cannot be a file mapping."""
+    if not _is_torch_tensor(x) or x.device.type != "cpu" or str(x.layout) != "torch.strided":
         return False
-    return api.is_disk_backed(span[0]) == 1
+    if x.numel() == 0:
+        return False
+    storage = x.untyped_storage() if hasattr(x, "untyped_storage") else x.storage()
+    return bool(storage.is_shared()) and _maps.file_on_disk_at(x.data_ptr())
 
 
 def residency(x):
@@ -229,11 +275,13 @@ def residency(x):
 
 
 def has_live_mapping(path):
-    """Whether THIS process still maps the file at path (read from
-    /proc/self/maps). False when the shim is not active."""
+    """Whether THIS process still maps the file at path, read from
+    /proc/self/maps: the kernel's own list, so it sees every mapping over the
+    file no matter who created it. Without the shim the list is read here,
+    in Python. False when the list cannot be read (not Linux)."""
     api = _live()
     if api is None:
-        return False
+        return _maps.maps_file(os.fspath(path))
     return api.has_live_mapping(_path_bytes(path)) == 1
 
 
@@ -428,3 +476,23 @@ def prepare_spill_dir():
             stacklevel=2,
         )
     return None
+
+
+# The reference API for aware PyTorch code (gigl.utils.share_memory), and the
+# reducer that sends spilled tensors by path (spillway/ipc.py). Imported last:
+# both build on the functions above.
+from .sharing import (  # noqa: E402
+    allocate_disk_backed,
+    allocate_preshared,
+    is_tensor_spilling_enabled,
+    load_spilled_tensor,
+    logger,
+    share_memory,
+    share_memory_for_ipc,
+    spill_tensor_to_disk,
+)
+
+if "torch" in sys.modules:  # e.g. a spawn child unpickling a spilled tensor
+    from . import ipc as _ipc
+
+    _ipc.register()

@@ -1,0 +1,132 @@
+// cxx_new.cpp — C++ operator new and delete, all twenty forms libstdc++
+// exports (plain, array, nothrow, sized, aligned and their combinations).
+//
+// Why here: libmimalloc.so.2, which this library depends on, exports its own
+// operator new/delete. In a C program (python3) libstdc++ is loaded after
+// it, so without these definitions every C++ extension's `new` bound to
+// mimalloc and never saw the threshold.
+//
+// Invariants:
+//  * operator new takes exactly malloc's path (size check, then mimalloc or
+//    the large path); aligned new takes aligned_alloc's path, so the
+//    alignment is honoured by both.
+//  * Failure is exactly the standard's: the throwing forms call the current
+//    std::new_handler until it returns memory, throwing std::bad_alloc when
+//    there is no handler; the nothrow forms run the same loop and return
+//    nullptr where the throwing form would throw.
+//  * Every delete form takes free's path (one comparison picks the owner);
+//    the size and alignment a caller passes are not needed to free.
+#include "arena.h"
+#include "large.h"
+#include "surface.h"
+
+#include <cerrno>
+#include <cstddef>
+#include <mimalloc.h>
+#include <new>
+
+#define SPW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SPW_EXPORT __attribute__((visibility("default")))
+
+using namespace spillway;
+
+namespace {
+
+inline void *try_new(size_t size) {
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
+    return alloc_large(size, 0, false);
+}
+
+inline void *try_new_aligned(size_t size, std::align_val_t align) {
+    return alloc_aligned(static_cast<size_t>(align), size);
+}
+
+inline void release(void *p) noexcept {
+    if (SPW_LIKELY(!arena::owns(p))) mi_free(p);
+    else large_free(p);
+}
+
+// The standard's loop: ask the new_handler for memory until it gives up
+// (no handler: std::bad_alloc). Kept out of line: the fast path never
+// reaches it.
+template <class Try>
+__attribute__((noinline)) void *new_handler_loop(Try &&again) {
+    for (;;) {
+        std::new_handler handler = std::get_new_handler();
+        if (!handler) throw std::bad_alloc();
+        handler(); // may free memory, install another handler, or throw
+        if (void *p = again()) return p;
+    }
+}
+
+template <class Try>
+__attribute__((noinline)) void *new_handler_loop_nothrow(Try &&again) noexcept {
+    try {
+        return new_handler_loop(again);
+    } catch (...) { // std::bad_alloc (or what a handler threw): nothrow means nullptr
+        return nullptr;
+    }
+}
+
+inline void *new_throwing(size_t size) {
+    if (void *p = try_new(size); SPW_LIKELY(p != nullptr)) return p;
+    return new_handler_loop([size] { return try_new(size); });
+}
+
+inline void *new_nothrow(size_t size) noexcept {
+    if (void *p = try_new(size); SPW_LIKELY(p != nullptr)) return p;
+    return new_handler_loop_nothrow([size] { return try_new(size); });
+}
+
+inline void *new_aligned_throwing(size_t size, std::align_val_t align) {
+    if (void *p = try_new_aligned(size, align); SPW_LIKELY(p != nullptr)) return p;
+    return new_handler_loop([size, align] { return try_new_aligned(size, align); });
+}
+
+inline void *new_aligned_nothrow(size_t size, std::align_val_t align) noexcept {
+    if (void *p = try_new_aligned(size, align); SPW_LIKELY(p != nullptr)) return p;
+    return new_handler_loop_nothrow([size, align] { return try_new_aligned(size, align); });
+}
+
+} // namespace
+
+// --- new ---
+SPW_EXPORT void *operator new(size_t size) { return new_throwing(size); }
+SPW_EXPORT void *operator new[](size_t size) { return new_throwing(size); }
+SPW_EXPORT void *operator new(size_t size, const std::nothrow_t &) noexcept {
+    return new_nothrow(size);
+}
+SPW_EXPORT void *operator new[](size_t size, const std::nothrow_t &) noexcept {
+    return new_nothrow(size);
+}
+SPW_EXPORT void *operator new(size_t size, std::align_val_t align) {
+    return new_aligned_throwing(size, align);
+}
+SPW_EXPORT void *operator new[](size_t size, std::align_val_t align) {
+    return new_aligned_throwing(size, align);
+}
+SPW_EXPORT void *operator new(size_t size, std::align_val_t align, const std::nothrow_t &) noexcept {
+    return new_aligned_nothrow(size, align);
+}
+SPW_EXPORT void *operator new[](size_t size, std::align_val_t align,
+                                const std::nothrow_t &) noexcept {
+    return new_aligned_nothrow(size, align);
+}
+
+// --- delete ---
+SPW_EXPORT void operator delete(void *p) noexcept { release(p); }
+SPW_EXPORT void operator delete[](void *p) noexcept { release(p); }
+SPW_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { release(p); }
+SPW_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { release(p); }
+SPW_EXPORT void operator delete(void *p, size_t) noexcept { release(p); }
+SPW_EXPORT void operator delete[](void *p, size_t) noexcept { release(p); }
+SPW_EXPORT void operator delete(void *p, std::align_val_t) noexcept { release(p); }
+SPW_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { release(p); }
+SPW_EXPORT void operator delete(void *p, size_t, std::align_val_t) noexcept { release(p); }
+SPW_EXPORT void operator delete[](void *p, size_t, std::align_val_t) noexcept { release(p); }
+SPW_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept {
+    release(p);
+}
+SPW_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept {
+    release(p);
+}

@@ -1,0 +1,67 @@
+// writeback.h — paced writeback of dirty spill pages, so that reclaim in a
+// memory-limited cgroup finds clean pages to drop instead of waiting.
+//
+// Why: a spill region's page cache is charged to the job's cgroup. The
+// kernel's flusher threads start at the machine-wide dirty thresholds (a
+// fraction of all RAM, far above a 1 GiB limit), and cgroup v1 has no
+// per-cgroup dirty throttling, so a job writing more than its limit fills
+// the cgroup with dirty pages. Reclaim then cannot drop them (direct reclaim
+// never writes file pages), wakes the flushers and waits for the writeback,
+// page after page: the job stalls. cgroup v2 balances dirty pages per cgroup
+// (memory.max and memory.high), but a limit small against the disk's speed
+// still stalls the writer in balance_dirty_pages.
+//
+// Method: a background thread polls the binding cgroup's dirty bytes (v1
+// memory.stat total_dirty, v2 file_dirty) every kPeriodMs; when they exceed
+// writeback_trigger_bytes(limit), it asks the kernel to start writing every
+// disk-backed spill file range (sync_file_range SYNC_FILE_RANGE_WRITE: only
+// dirty-tagged pages are visited, so clean ranges cost a tree walk, not I/O,
+// and the call does not wait for the writes to finish).
+//
+// Invariants: the thread starts lazily (the first disk region created while
+// a memory limit binds: a process without one never gets it), with every
+// signal blocked; it never holds the large lock during I/O (it copies the
+// ranges under the lock, each with a dup of the file's descriptor, so a
+// concurrent free can neither close the descriptor under it nor let it
+// write to a recycled one); it never writes a file a fork child inherited
+// (the parent's) or a region remapped private; a fork child starts its own
+// thread lazily. If the limit goes away it polls once a second.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+struct DirtyFigures {
+    bool limited = false;
+    uint64_t limit = 0;     // bytes (memory.max / memory.limit_in_bytes)
+    uint64_t dirty = 0;     // dirty file pages charged to that cgroup
+    uint64_t writeback = 0; // file pages under writeback
+};
+
+// Reads the figures of the cgroup whose limit binds (see cgroup.h).
+DirtyFigures read_dirty_figures();
+
+// Dirty bytes above which a pass is due: 1/16 of the limit, at least 16 MiB.
+uint64_t writeback_trigger_bytes(uint64_t limit);
+
+// Pure rule (unit-tested): limited, and dirty bytes above the trigger.
+bool writeback_due(const DirtyFigures &f);
+
+// One pass over every disk-backed spill file range of this process: starts
+// writeback of their dirty pages (and, with wait, waits for it: for tests).
+// Returns the number of file ranges it asked the kernel to write.
+unsigned writeback_pass(bool wait = false);
+
+// Called by the large path after a disk region was created: starts the
+// thread on first use under a memory limit.
+void writeback_notice();
+void writeback_after_fork_child();
+
+// For benchmarks and tests: passes that issued writeback, and polls.
+uint64_t writeback_passes();
+uint64_t writeback_polls();
+
+} // namespace spillway

@@ -1,0 +1,97 @@
+# phases_lib.sh — sourced by phases.sh and torch_phases.sh: a loop-mounted
+# ext4 spill filesystem whose read_ahead_kb a benchmark may set (never the
+# host disk's), and memory cgroups (v1, or v2 when /sys/fs/cgroup is
+# cgroup2). Everything is named spillway-phasebench-<pid>-* and removed by
+# lib_cleanup, which the caller runs from its EXIT trap.
+
+LIB_TAG=spillway-phasebench-$$
+LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
+
+lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }
+
+# lib_loopfs BYTES: an ext4 image of BYTES under /var/tmp on a loop device
+# with direct I/O (its reads reach the disk, not the host page cache twice),
+# mounted with discard (deleted files give their blocks back to the image).
+# Sets LIB_MNT, LIB_LOOP (/dev/loopN) and LIB_DEV (loopN).
+lib_loopfs() {
+    local bytes=$1
+    LIB_IMG=/var/tmp/$LIB_TAG.img
+    LIB_MNT=/var/tmp/$LIB_TAG.mnt
+    truncate -s "$bytes" "$LIB_IMG"
+    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$LIB_IMG"
+    LIB_LOOP=$(losetup --direct-io=on --find --show "$LIB_IMG")
+    LIB_DEV=${LIB_LOOP#/dev/}
+    mkdir -p "$LIB_MNT"
+    mount -o discard "$LIB_LOOP" "$LIB_MNT"
+    chmod 0700 "$LIB_MNT"
+    LIB_RA_OLD=$(cat "/sys/block/$LIB_DEV/queue/read_ahead_kb")
+    local dio; dio=$(cat "/sys/block/$LIB_DEV/loop/dio" 2>/dev/null || echo ?)
+    [ "$dio" = 1 ] || lib_log "warning: $LIB_LOOP has dio=$dio: its reads may be served by the host page cache"
+    lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio)"
+}
+
+lib_set_ra() { echo "$1" > "/sys/block/$LIB_DEV/queue/read_ahead_kb"; }
+
+lib_cgroup_fs() { [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && echo v2 || echo v1; }
+
+# lib_cgroup NAME LIMIT_BYTES: prints the path of a new memory cgroup (no
+# swap either, so swap cannot hide the limit). LIMIT_BYTES 0: no limit.
+lib_cgroup() {
+    local name=$1 limit=$2 cg
+    if [ "$(lib_cgroup_fs)" = v2 ]; then
+        cg=/sys/fs/cgroup/$LIB_TAG-$name
+        mkdir "$cg"
+        if [ "$limit" != 0 ]; then
+            echo "$limit" > "$cg/memory.max"
+            [ -f "$cg/memory.swap.max" ] && echo 0 > "$cg/memory.swap.max"
+        fi
+    else
+        cg=/sys/fs/cgroup/memory/$LIB_TAG-$name
+        mkdir "$cg"
+        if [ "$limit" != 0 ]; then
+            echo "$limit" > "$cg/memory.limit_in_bytes"
+            [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
+        fi
+    fi
+    echo "$cg"
+}
+
+# lib_in_cgroup CG COMMAND...: runs COMMAND inside CG
+lib_in_cgroup() {
+    local cg=$1; shift
+    bash -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg" "$@"
+}
+
+lib_rm_cgroup() {
+    local i
+    for i in $(seq 50); do rmdir "$1" 2>/dev/null && return 0; [ -d "$1" ] || return 0; sleep 0.1; done
+    lib_log "could not remove cgroup $1"
+}
+
+lib_cleanup() {
+    local cg pid
+    # lib_cgroup runs in $(...): its cgroups are found by name, not remembered
+    for cg in /sys/fs/cgroup/memory/$LIB_TAG-* /sys/fs/cgroup/$LIB_TAG-*; do
+        [ -d "$cg" ] || continue
+        for pid in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null || true; done
+        lib_rm_cgroup "$cg"
+    done
+    if [ -n "$LIB_DEV" ] && [ -n "$LIB_RA_OLD" ] && [ -e "/sys/block/$LIB_DEV/queue/read_ahead_kb" ]; then
+        echo "$LIB_RA_OLD" > "/sys/block/$LIB_DEV/queue/read_ahead_kb" || true
+    fi
+    if [ -n "$LIB_MNT" ] && mountpoint -q "$LIB_MNT"; then umount "$LIB_MNT" || umount -l "$LIB_MNT" || true; fi
+    [ -n "$LIB_MNT" ] && rmdir "$LIB_MNT" 2>/dev/null || true
+    [ -n "$LIB_LOOP" ] && losetup -d "$LIB_LOOP" 2>/dev/null || true
+    [ -n "$LIB_IMG" ] && rm -f "$LIB_IMG"
+    return 0
+}
+
+# lib_build ROOT BUILD TARGET...: the shim and the named bench programs only
+lib_build() {
+    local root=$1 build=$2; shift 2
+    if [ ! -f "$build/build.ninja" ]; then meson setup "$build" "$root" --buildtype=release >/dev/null; fi
+    ninja -C "$build" shim/libspillway.so.0 "$@" >&2
+}
+
+# lib_get KEY LINE: the value of KEY=VALUE in LINE
+lib_get() { sed -n "s/.*[[:space:]]$1=\([^ ]*\).*/\1/p" <<<" $2"; }

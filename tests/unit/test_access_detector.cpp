@@ -1,0 +1,132 @@
+// test_access_detector.cpp — the detector's pure rules: presence compared
+// tick to tick, the verdict, stream continuation, the read-ahead lead, and
+// reading presence from this process's own page table.
+#include "access_detector.h"
+
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace spillway;
+
+namespace {
+std::vector<uint64_t> bitmap(uint64_t pages) { return std::vector<uint64_t>((pages + 63) / 64, 0); }
+} // namespace
+
+TEST_CASE("one growing run is one new island at the front") {
+    auto bits = bitmap(4096);
+    PageRun first[] = {{0, 100}};
+    compare_presence(bits.data(), 4096, first, 1, false);
+    PageRun grown[] = {{0, 400}};
+    TickEvidence e = compare_presence(bits.data(), 4096, grown, 1, false);
+    CHECK(e.new_pages == 300);
+    CHECK(e.new_islands == 1);
+    CHECK(e.longest_new == 300);
+    CHECK(e.longest_start == 100);
+    CHECK(e.longest_end == 400);
+    CHECK(classify_tick(e) == Verdict::sequential);
+    CHECK(continues_run(e, 100));
+    CHECK_FALSE(continues_run(e, 2000));
+}
+
+TEST_CASE("scattered faults are many short islands: random") {
+    auto bits = bitmap(1 << 16);
+    std::vector<PageRun> runs;
+    for (uint64_t i = 0; i < 40; i++) runs.push_back({i * 1000 + 7, 1 + i % 16}); // fault-around <= 16
+    TickEvidence e = compare_presence(bits.data(), 1 << 16, runs.data(), runs.size(), false);
+    CHECK(e.new_islands == 40);
+    CHECK(classify_tick(e) == Verdict::random);
+    // The same presence again: nothing new, no verdict.
+    TickEvidence again = compare_presence(bits.data(), 1 << 16, runs.data(), runs.size(), false);
+    CHECK(again.new_pages == 0);
+    CHECK(classify_tick(again) == Verdict::undecided);
+}
+
+TEST_CASE("islands mapped whole as large folios are still random when none dominates") {
+    auto bits = bitmap(1 << 18);
+    std::vector<PageRun> runs;
+    for (uint64_t i = 0; i < 12; i++) runs.push_back({i * 20000, 512}); // 2 MiB folios
+    TickEvidence e = compare_presence(bits.data(), 1 << 18, runs.data(), runs.size(), false);
+    CHECK(classify_tick(e) == Verdict::random);
+}
+
+TEST_CASE("a stream with a few stray faults beside it stays sequential") {
+    auto bits = bitmap(1 << 16);
+    PageRun runs[] = {{10, 3}, {500, 2000}, {9000, 1}};
+    TickEvidence e = compare_presence(bits.data(), 1 << 16, runs, 3, false);
+    CHECK(e.new_islands == 3);
+    CHECK(classify_tick(e) == Verdict::sequential);
+}
+
+TEST_CASE("too little evidence is undecided") {
+    auto bits = bitmap(4096);
+    PageRun runs[] = {{10, 3}, {90, 5}};
+    CHECK(classify_tick(compare_presence(bits.data(), 4096, runs, 2, false)) == Verdict::undecided);
+}
+
+TEST_CASE("a slow stream continues its run from the last front") {
+    auto bits = bitmap(4096);
+    PageRun before[] = {{0, 200}};
+    compare_presence(bits.data(), 4096, before, 1, false);
+    PageRun after[] = {{0, 210}}; // 10 pages in a tick: below the first-sight threshold
+    TickEvidence e = compare_presence(bits.data(), 4096, after, 1, false);
+    CHECK(classify_tick(e) == Verdict::undecided);
+    CHECK(continues_run(e, 200));
+}
+
+TEST_CASE("an overflowing run list keeps what it did not see") {
+    auto bits = bitmap(1024);
+    PageRun all[] = {{0, 10}, {900, 10}};
+    compare_presence(bits.data(), 1024, all, 2, false);
+    PageRun prefix[] = {{0, 10}};
+    TickEvidence e = compare_presence(bits.data(), 1024, prefix, 1, true);
+    CHECK(e.new_pages == 0);
+    PageRun again[] = {{0, 10}, {900, 10}};
+    CHECK(compare_presence(bits.data(), 1024, again, 2, false).new_pages == 0); // 900.. still known
+}
+
+TEST_CASE("the read-ahead lead follows the rate within its bounds") {
+    CHECK(prefetch_lead_pages(0, 80'000'000, 2048, 65536) == 2048);
+    CHECK(prefetch_lead_pages(100000, 80'000'000, 2048, 65536) == 8000);
+    CHECK(prefetch_lead_pages(10'000'000, 80'000'000, 2048, 65536) == 65536);
+}
+
+TEST_CASE("presence is read from this process's page table") {
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    const uint64_t pages = 256;
+    char *p = (char *)mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    madvise(p, pages * 4096, MADV_NOHUGEPAGE);
+    for (uint64_t i = 10; i < 20; i++) p[i * 4096] = 1;
+    p[100 * 4096] = 1;
+    PageRun runs[8];
+    bool overflow = true;
+    long n = read_presence(fd, (uintptr_t)p, pages, runs, 8, &overflow);
+    REQUIRE(n == 2);
+    CHECK_FALSE(overflow);
+    CHECK(runs[0].first == 10);
+    CHECK(runs[0].count == 10);
+    CHECK(runs[1].first == 100);
+    CHECK(runs[1].count == 1);
+    n = read_presence(fd, (uintptr_t)p, pages, runs, 1, &overflow);
+    CHECK(n == 1);
+    CHECK(overflow);
+    munmap(p, pages * 4096);
+    close(fd);
+}
+
+TEST_CASE("a stream over pages left present by an earlier phase is one island") {
+    auto bits = bitmap(4096);
+    PageRun old[] = {{120, 2}, {300, 5}, {333, 1}};
+    compare_presence(bits.data(), 4096, old, 3, false);
+    PageRun now[] = {{100, 400}};
+    TickEvidence e = compare_presence(bits.data(), 4096, now, 1, false);
+    CHECK(e.new_islands == 1);
+    CHECK(e.new_pages == 400 - 8);
+    CHECK(e.longest_start == 100);
+    CHECK(e.longest_end == 500);
+    CHECK(classify_tick(e) == Verdict::sequential);
+}

@@ -1,0 +1,147 @@
+// test_fork_safety.cpp — the fork handlers take the shim's locks unless the
+// forking thread holds them, never wait for themselves, release exactly what
+// they took, restore the signal mask, and make a child whose fork
+// interrupted the shim untrusted (its large path off, inherited regions
+// left alone) while a normal child keeps a working large path.
+#include "fork_safety.h"
+#include "large.h"
+#include "region.h"
+#include "shim_fixture.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace spillway;
+
+namespace {
+
+double now_s() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+bool locked_elsewhere(std::mutex &m) {
+    bool got = false;
+    std::thread([&] {
+        got = m.try_lock();
+        if (got) m.unlock();
+    }).join();
+    return !got;
+}
+
+// fork without glibc's atfork handlers: the test plays prepare/parent/child
+// itself (the unit-test binary has no constructor registering them).
+pid_t bare_fork() { return _Fork(); }
+
+} // namespace
+
+TEST_CASE("lock_unless_held_here: takes a free lock, waits for others, never for itself") {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    REQUIRE(lock_unless_held_here(&m));
+    // Now held by this thread: a second call must return at once, untaken.
+    double t0 = now_s();
+    CHECK_FALSE(lock_unless_held_here(&m));
+    CHECK(now_s() - t0 < 0.04);
+    pthread_mutex_unlock(&m);
+
+    std::atomic<bool> holding{false};
+    std::thread holder([&] {
+        pthread_mutex_lock(&m);
+        holding = true;
+        struct timespec ts = {0, 150000000};
+        nanosleep(&ts, nullptr);
+        pthread_mutex_unlock(&m);
+    });
+    while (!holding) std::this_thread::yield();
+    t0 = now_s();
+    CHECK(lock_unless_held_here(&m)); // waits for the other thread
+    CHECK(now_s() - t0 > 0.05);
+    pthread_mutex_unlock(&m);
+    holder.join();
+}
+
+TEST_CASE("prepare takes the large lock, parent releases it and restores the signal mask") {
+    test::bring_up();
+    sigset_t before, during, after;
+    pthread_sigmask(SIG_SETMASK, nullptr, &before);
+    fork_prepare();
+    pthread_sigmask(SIG_SETMASK, nullptr, &during);
+    CHECK(sigismember(&during, SIGUSR1) == 1);
+    CHECK(sigismember(&during, SIGALRM) == 1);
+    CHECK(locked_elsewhere(large_lock()));
+    fork_parent();
+    pthread_sigmask(SIG_SETMASK, nullptr, &after);
+    CHECK_FALSE(locked_elsewhere(large_lock()));
+    CHECK(sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1));
+    CHECK(sigismember(&after, SIGALRM) == sigismember(&before, SIGALRM));
+}
+
+TEST_CASE("a fork that interrupted the large lock's holder does not wait for it") {
+    test::bring_up();
+    large_lock().lock(); // as a signal handler that interrupted large_alloc sees it
+    double t0 = now_s();
+    fork_prepare();
+    CHECK(now_s() - t0 < 1.0);
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        // Untrusted: a large request is refused to the small path and the
+        // lock is usable again.
+        bool use_small = false;
+        void *p = large_alloc(8 << 20, 0, 0, &use_small);
+        bool ok = fork_child_untrusted() && !p && use_small && large_lock().try_lock();
+        _exit(ok ? 0 : 1);
+    }
+    fork_parent();
+    // The parent's lock is still the interrupted frame's: not released by parent.
+    CHECK(locked_elsewhere(large_lock()));
+    large_lock().unlock();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a normal fork child keeps a working large path and a private copy of regions") {
+    test::bring_up();
+    bool use_small = false;
+    auto *inherited = (unsigned char *)large_alloc(4 << 20, 0, 0, &use_small);
+    REQUIRE(inherited);
+    memset(inherited, 7, 4 << 20);
+    // Another thread holds the large lock for a while: prepare must wait.
+    std::atomic<bool> holding{false};
+    std::thread holder([&] {
+        std::lock_guard<std::mutex> guard(large_lock());
+        holding = true;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, nullptr);
+    });
+    while (!holding) std::this_thread::yield();
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        inherited[0] = 9; // private: the parent keeps 7
+        bool small = false;
+        void *p = large_alloc(4 << 20, 0, 0, &small);
+        bool ok = !fork_child_untrusted() && p && !small;
+        if (p) large_free(p);
+        large_free(inherited);
+        _exit(ok ? 0 : 1);
+    }
+    fork_parent();
+    holder.join();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(inherited[0] == 7);
+    large_free(inherited);
+}

@@ -3,6 +3,7 @@
 
 #include "fd_policy.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -75,6 +76,25 @@ std::string claims_file_name(const std::string &cgroup) {
 
 namespace {
 
+// The descriptor of the claims file while this process has it open (one
+// user: the tiering thread). A fork child closes its copy: a descriptor
+// inherited in the middle of a claim would otherwise share the lock's open
+// file and keep it held for as long as the child lives.
+std::atomic<int> g_open_fd{-1};
+
+// How long to wait for another process's claim before giving up on this
+// promotion (a stuck holder must not stop this process's controller).
+constexpr int kLockWaitMs = 1000;
+
+bool lock_within(int fd, int wait_ms) {
+    for (int waited = 0;; waited++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+        if (errno != EWOULDBLOCK && errno != EINTR) return false;
+        if (waited >= wait_ms) return false;
+        usleep(1000);
+    }
+}
+
 // The locked file; unlocked and closed on destruction.
 struct LockedFile {
     int fd = -1;
@@ -88,19 +108,27 @@ struct LockedFile {
         for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
             fd = above_stdio(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
             if (fd < 0) return;
-            int rc;
-            do rc = flock(fd, LOCK_EX);
-            while (rc != 0 && errno == EINTR);
+            g_open_fd.store(fd);
+            if (!lock_within(fd, kLockWaitMs)) {
+                release();
+                return;
+            }
             struct stat held, named;
-            if (rc == 0 && fstat(fd, &held) == 0 && fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            if (fstat(fd, &held) == 0 && fstatat(dir_fd, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
                 held.st_ino == named.st_ino && held.st_dev == named.st_dev)
                 return;
-            close(fd);
-            fd = -1;
+            release();
         }
     }
-    ~LockedFile() {
-        if (fd >= 0) close(fd); // releases the lock
+    ~LockedFile() { release(); }
+    void release() {
+        if (fd < 0) return;
+        // Explicitly: a fork child may hold a copy of this descriptor, and
+        // the lock of a shared open file outlives one close.
+        flock(fd, LOCK_UN);
+        g_open_fd.store(-1);
+        close(fd);
+        fd = -1;
     }
     std::string read_all() const {
         std::string text;
@@ -150,6 +178,11 @@ bool claim_headroom(int dir_fd, const std::string &cgroup, uint64_t bytes,
     if (ok) claims.push_back({self, process_start_time(self), bytes});
     f.write_all(format_claims(claims));
     return ok;
+}
+
+void claims_after_fork_child() {
+    int fd = g_open_fd.exchange(-1);
+    if (fd >= 0) close(fd); // the parent's lock is the parent's: closing our copy keeps it
 }
 
 void drop_claim(int dir_fd, const std::string &cgroup) {

@@ -6,7 +6,10 @@
 // holds the claims of moves under way: one line "PID START_TIME BYTES".
 //
 // Invariants: the file is read, decided on and rewritten only under
-// flock(LOCK_EX), so two processes never both claim the same headroom; a
+// flock(LOCK_EX) (waited for at most a second: no claim then, no move), so
+// two processes never both claim the same headroom; the lock is dropped
+// with LOCK_UN, never by close alone (a fork child's copy of the
+// descriptor would keep it); a
 // claim is dropped once its bytes are charged to the cgroup (then the
 // cgroup's own usage counts them); a line whose process is gone (no such
 // pid, or a pid reused by a process with another start time) is dropped by
@@ -45,5 +48,9 @@ bool claim_headroom(int dir_fd, const std::string &cgroup, uint64_t bytes,
 
 // Removes this process's claim (after its move, or when it failed).
 void drop_claim(int dir_fd, const std::string &cgroup);
+
+// Fork child: closes the descriptor of a claims file the parent had open
+// (see claims.cpp; fork_safety.h lists it).
+void claims_after_fork_child();
 
 } // namespace spillway

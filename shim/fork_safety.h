@@ -31,6 +31,10 @@
 //   instant are not taken; the child re-initialises them instead: the
 //   call-site insert lock, the backing pool and spill-directory locks.
 //   Stats are atomics and the logger write()s: no lock.
+//   Not a lock of this process but held across processes: the tiering
+//   claims file's flock (claims.cpp). It is never held while waiting for
+//   1-5; it is dropped with LOCK_UN, and the child closes its inherited
+//   descriptor, so a fork in the middle of a claim leaks nothing.
 //   A new lock must be added here, in its place.
 //
 // SIGNALS. prepare blocks every signal on the forking thread and the

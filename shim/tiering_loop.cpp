@@ -303,6 +303,7 @@ void tiering_after_fork_child() {
     // The controller thread is the parent's; this process starts its own at
     // its next large region (tiering_notice), unless it is untrusted.
     g_started.store(false);
+    claims_after_fork_child();
     for (History &h : g_history) h = History{};
 }
 

@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstring>
 #include <ctime>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <vector>
@@ -147,9 +148,23 @@ bool promote(const Snapshot &s, const std::string &cgroup, uint64_t reserve, uin
                 (unsigned long long)(others / kMiB));
         return false;
     }
+    // Allocate the new home's pages now, under the claim: a region written at
+    // random fills all of them soon, and only pages that exist are charged.
+    // Dropping the claim after a sparse copy would leave the rest of the
+    // region's bytes unaccounted, and another process would claim them.
+    uint64_t alloc0 = now_ns();
+    if (fallocate(dest->fd, 0, 0, (off_t)c.bytes) != 0) {
+        int err = errno;
+        drop_claim(spill_dir_fd(), cgroup);
+        close_spill_file(dest);
+        SPW_LOG(debug, "tiering: %zu MiB at %p stays on disk: its memory could not be allocated (%s)",
+                c.bytes / kMiB, (void *)c.start, strerror(err));
+        return false;
+    }
+    uint64_t alloc_ns = now_ns() - alloc0;
     MoveResult res;
     int rc = rehome_region_checked(s.region, c.start, dest, false, &res);
-    drop_claim(spill_dir_fd(), cgroup); // charged to the cgroup now (or never)
+    drop_claim(spill_dir_fd(), cgroup); // charged to the cgroup now (or freed again below)
     if (rc != 0) {
         close_spill_file(dest);
         if (rc != -EBUSY && rc != -ESTALE)
@@ -159,13 +174,17 @@ bool promote(const Snapshot &s, const std::string &cgroup, uint64_t reserve, uin
     }
     record_move(s, now);
     stats_on_move(Backing::disk, Backing::memory, c.bytes, res.total_ns, res.longest_chunk_ns);
+    uint64_t done = now_ns();
     SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
-                  "faults/s; room %llu MiB (others claimed %llu MiB); moved in %.0f ms (%.0f ms/GiB), "
-                  "writers paused at most %.1f ms",
+                  "faults/s; room %llu MiB (others claimed %llu MiB); memory allocated in %.0f ms, moved "
+                  "in %.0f ms (%.0f ms/GiB), writers paused at most %.1f ms; in memory %.2f s after the "
+                  "detector's verdict",
             c.bytes / kMiB, (void *)c.start,
             c.phase_since_ns && now > c.phase_since_ns ? (now - c.phase_since_ns) / 1e9 : 0.0, c.fault_rate,
-            (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), ms(res.total_ns),
-            ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes, ms(res.longest_chunk_ns));
+            (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), ms(alloc_ns),
+            ms(res.total_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
+            ms(res.longest_chunk_ns),
+            c.phase_since_ns && done > c.phase_since_ns ? (done - c.phase_since_ns) / 1e9 : 0.0);
     return true;
 }
 

@@ -1,7 +1,8 @@
 // tiering_loop.h — the tiering controller: a thread that reads the cgroup's
 // figures every tiering.interval_ms, asks tiering.h what to move, and moves
 // regions in place (rehome.h), promotions under the cgroup's shared claims
-// (claims.h).
+// (claims.h): a promotion's memory is allocated whole while its claim is
+// held, so when the claim is dropped the cgroup's usage already counts it.
 //
 // Invariants: the thread starts lazily (first large region of at least
 // tiering.min_size, tiering.enabled), with signals blocked and SCHED_BATCH;

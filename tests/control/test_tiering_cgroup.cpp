@@ -138,8 +138,8 @@ TEST_CASE("two processes in one cgroup each want 200 MiB of 250 MiB headroom: ex
     // 500 MiB is the same race at twice the size.)
     REQUIRE(cg->set_limit(base + 260 * MiB));
     SpawnOptions o = in_cgroup(*cg, {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_LOG=info"});
-    Helper a = spawn_helper({"want-promotion", "200", "12"}, o);
-    Helper b = spawn_helper({"want-promotion", "200", "12"}, o);
+    Helper a = spawn_helper({"want-promotion", "200", "4"}, o);
+    Helper b = spawn_helper({"want-promotion", "200", "4"}, o);
     auto collect = [](Helper &h, int *status) {
         close(h.to_child);
         h.to_child = -1;

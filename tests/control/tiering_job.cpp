@@ -13,8 +13,10 @@
 //       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
 //       the region's backing before and after and whether it is intact.
 //   want-promotion REGION_MIB SECONDS
-//       a disk region written at random for SECONDS; prints whether it was
-//       promoted (two of these run in one cgroup).
+//       a disk region written at random for SECONDS, 8 words every 5 ms
+//       (enough for the detector, few enough pages that the run does not
+//       wait on the disk); prints whether it was promoted (two of these run
+//       in one cgroup).
 #include "spillway.h"
 
 #include <chrono>
@@ -68,7 +70,8 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
         x ^= x << 17;
         size_t i = x % sn;
         scatter[i] = mix(i) + 1;
-        if (promoted_ms < 0 && (k & 4095) == 0 && spillway_backing(scatter) == SPILLWAY_MEMORY) {
+        // Looked at every 256 writes: on disk they take up to a millisecond each.
+        if (promoted_ms < 0 && (k & 255) == 0 && spillway_backing(scatter) == SPILLWAY_MEMORY) {
             promoted_ms = ms_since(t0);
             promoted_at = k;
         }
@@ -134,7 +137,8 @@ int want_promotion(size_t region_mib, double seconds) {
     uint64_t x = (uint64_t)getpid() * 2654435761u + 1;
     double promoted_ms = -1;
     while (ms_since(t0) < seconds * 1000) {
-        for (int k = 0; k < 4096; k++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (int k = 0; k < 8; k++) {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;

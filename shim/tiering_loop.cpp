@@ -9,8 +9,10 @@
 #include "log.h"
 #include "region.h"
 #include "rehome.h"
+#include "sampler.h"
 #include "stats.h"
 #include "tiering.h"
+#include "writeback.h"
 
 #include <atomic>
 #include <cerrno>
@@ -208,6 +210,10 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
     }
     record_move(s, now);
     stats_on_move(c.backing, Backing::disk, c.bytes, res.total_ns, res.longest_chunk_ns);
+    // A disk region now, maybe this process's first: the access detector
+    // (advice, read-ahead for a reader streaming it back) and paced writeback.
+    sampler_notice();
+    writeback_notice();
     g_stats.demote_reasons[(int)v.reason].fetch_add(1, std::memory_order_relaxed);
     SPW_LOG(info, "tiering: demoted %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
                   "limit, growing %.0f MiB/s, need %llu MiB free); moved in %.0f ms (%.0f ms/GiB), "

@@ -197,6 +197,11 @@ void large_free(void *p) {
 
 void large_retire(Region *r) {
     pin_region_for_good(r); // a tiering move under way finishes first; none starts after
+    // Threads that found r in the registry under the large lock before it was
+    // freed or pinned (the tiering snapshot, the writeback pass) may still be
+    // reading r->file: wait them out before the file is released. Later
+    // ones see freed or the pin and skip r.
+    { std::lock_guard<std::mutex> readers_done(large_lock()); }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = unmapped && release_backing(r);

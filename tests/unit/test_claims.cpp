@@ -4,9 +4,11 @@
 #include "claims.h"
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,4 +127,45 @@ TEST_CASE("two processes racing for 400 of 500 bytes: exactly one gets it") {
     uint64_t others = 1;
     CHECK(claim_headroom(d.fd, cg, 1, [](uint64_t) { return true; }, &others));
     CHECK(others == 0);
+}
+
+TEST_CASE("a fork in the middle of a claim does not leave the lock held by the child") {
+    // The child inherits the locked descriptor and outlives the claim; the
+    // lock must still be free for everyone once the parent is done.
+    TempDir d;
+    const std::string cg = "/forked";
+    pid_t child = -1;
+    CHECK(claim_headroom(d.fd, cg, 1, [&](uint64_t) {
+        child = fork();
+        if (child == 0) {
+            claims_after_fork_child(); // what the shim's fork handler does
+            usleep(1500000);
+            _exit(0);
+        }
+        return true;
+    }));
+    REQUIRE(child > 0);
+    int fd = open(d.file(cg).c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    CHECK(flock(fd, LOCK_EX | LOCK_NB) == 0); // not held by the sleeping child
+    close(fd);
+    // Even a child that kept its copy does not hold it: the parent let go with LOCK_UN.
+    pid_t keeper = -1;
+    CHECK(claim_headroom(d.fd, cg, 1, [&](uint64_t) {
+        keeper = fork();
+        if (keeper == 0) {
+            usleep(1500000);
+            _exit(0);
+        }
+        return true;
+    }));
+    REQUIRE(keeper > 0);
+    fd = open(d.file(cg).c_str(), O_RDWR | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    CHECK(flock(fd, LOCK_EX | LOCK_NB) == 0);
+    close(fd);
+    kill(child, SIGKILL);
+    kill(keeper, SIGKILL);
+    waitpid(child, nullptr, 0);
+    waitpid(keeper, nullptr, 0);
 }

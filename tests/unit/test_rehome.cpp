@@ -142,7 +142,8 @@ TEST_CASE("a thread blocked reading into a region is seen, and the mover waits f
     REQUIRE(p);
     int fds[2];
     REQUIRE(pipe(fds) == 0);
-    std::thread reader([&] { CHECK(read(fds[0], p + n - 4096, 4096) == 5); });
+    ssize_t got = -1; // checked on this thread: Catch is not thread-safe
+    std::thread reader([&] { got = read(fds[0], p + n - 4096, 4096); });
     bool seen = false;
     for (int i = 0; i < 500 && !seen; i++) {
         seen = read_in_flight((uintptr_t)p + n - 8192, 8192);
@@ -156,6 +157,7 @@ TEST_CASE("a thread blocked reading into a region is seen, and the mover waits f
     CHECK(rehome_region_checked(r, r->start, dest, false, nullptr) == -EBUSY);
     REQUIRE(write(fds[1], "hello", 5) == 5);
     reader.join();
+    CHECK(got == 5);
     CHECK_FALSE(read_in_flight((uintptr_t)p, n));
     CHECK(rehome_region_checked(r, r->start, dest, false, nullptr) == 0);
     CHECK(memcmp(p + n - 4096, "hello", 5) == 0);

@@ -11,7 +11,8 @@
 //   growth REGION_MIB GROW_MIB RATE_MIB_S
 //       places a REGION in memory (SPILLWAY_RANDOM_ACCESS), fills it, then
 //       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
-//       the region's backing before and after and whether it is intact.
+//       the region's backing before and after (once a move under way has
+//       finished) and whether it is intact.
 //   want-promotion REGION_MIB SECONDS
 //       a disk region written at random for SECONDS, 8 words every 5 ms
 //       (enough for the detector, few enough pages that the run does not
@@ -118,7 +119,14 @@ int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s) {
         double now = ms_since(t0);
         if (due > now) std::this_thread::sleep_for(std::chrono::microseconds((long)((due - now) * 1000)));
     }
-    printf("grown_mib=%zu\ngrow_ms=%.0f\nafter_growth=%d\n", grow_mib, ms_since(t0), spillway_backing(region));
+    printf("grown_mib=%zu\ngrow_ms=%.0f\n", grow_mib, ms_since(t0));
+    // A demotion frees memory chunk by chunk as it goes and changes the
+    // backing once the last chunk is on disk, which on a loaded disk can be
+    // after the growth: wait for it (at most 60 s), and say how long.
+    auto t1 = Clock::now();
+    while (spillway_backing(region) != SPILLWAY_DISK && ms_since(t1) < 60000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    printf("after_growth=%d\nwaited_for_move_ms=%.0f\n", spillway_backing(region), ms_since(t1));
     size_t bad = 0;
     for (size_t i = 0; i < rn; i++)
         if (region[i] != mix(i)) bad++;

@@ -5,11 +5,18 @@
 // held, so when the claim is dropped the cgroup's usage already counts it.
 //
 // Invariants: the thread starts lazily (first large region of at least
-// tiering.min_size, tiering.enabled), with signals blocked and SCHED_BATCH;
-// it holds the large lock only to copy a snapshot of the live regions, and
-// re-checks a region under it before moving it (rehome_region_checked);
-// without a memory limit nothing is demoted and every random-phase disk
-// region is promoted (one second's promote_rate per look).
+// tiering.min_size, tiering.enabled), detached, with signals blocked and
+// SCHED_BATCH, like the sampler and writeback threads; a fork child starts
+// its own the same way (tiering_after_fork_child, from large_fork_child),
+// never in an untrusted child, and never moves a region it inherited
+// (fork_safety.h). Its locks follow fork_safety.h's order: the large lock
+// alone to copy a snapshot of the live regions, the move lock then the
+// large lock while moving, the claims file's flock with neither held. It
+// re-checks a region under the large lock before moving it
+// (rehome_region_checked). The random phase it promotes is the access
+// detector's verdict (Region::phase, fault_rate; sampler.h), nothing of its
+// own. Without a memory limit nothing is demoted and every random-phase
+// disk region is promoted (one second's promote_rate per look).
 #pragma once
 
 #include <cstdint>

@@ -94,13 +94,13 @@ print(f"phase start -> promoted (as the job saw it): median {statistics.median(k
 moves, cpu = [], []
 for r in range(1, rounds + 1):
     for line in open(f"{out}/A{r}.log"):
-        m = re.search(r"promoted (\d+) MiB .*random phase for ([\d.]+) s.*moved in (\d+) ms \((\d+) ms/GiB\), writers paused at most ([\d.]+) ms", line)
+        m = re.search(r"promoted (\d+) MiB .*random phase for ([\d.]+) s.*memory allocated in (\d+) ms, moved in (\d+) ms \((\d+) ms/GiB\), writers paused at most ([\d.]+) ms; in memory ([\d.]+) s after", line)
         if m: moves.append(m.groups())
     s = json.loads(open(f"{out}/A{r}.jsonl").readline())
     cpu.append(s["tiering"]["controller_cpu_us"] / 1000)
     wall = key(f"A{r}", "fill_ms") + key(f"A{r}", "scatter_ms")
-for mib, since, ms, per, pause in moves:
-    print(f"promotion: {mib} MiB, {float(since)*1000:.0f} ms after the detector's random verdict, moved in {ms} ms ({per} ms/GiB), longest writer pause {pause} ms")
+for mib, since, alloc, ms, per, pause, done in moves:
+    print(f"promotion: {mib} MiB, started {float(since)*1000:.0f} ms after the detector's random verdict, memory allocated in {alloc} ms, moved in {ms} ms ({per} ms/GiB), longest writer pause {pause} ms, in memory {float(done)*1000:.0f} ms after the verdict")
 print(f"controller CPU per run (A): {[round(c, 1) for c in cpu]} ms")
 PY
 

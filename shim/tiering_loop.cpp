@@ -126,22 +126,46 @@ void record_move(const Snapshot &s, uint64_t now) {
 
 double ms(uint64_t ns) { return ns / 1e6; }
 
-bool promote(const Snapshot &s, const std::string &cgroup, uint64_t reserve, uint64_t now) {
+// The claim this process holds in its cgroup's budget file while a
+// promotion is under way: an exiting process drops it (tiering_stop), so the
+// spill directory is left empty even when exit interrupts a move.
+std::atomic<bool> g_claim_held{false};
+char g_claim_cgroup[512];
+
+void release_claim() {
+    if (g_claim_held.exchange(false)) drop_claim(spill_dir_fd(), g_claim_cgroup);
+}
+
+// limited: the cgroup has a memory limit. Without one there is no budget to
+// share and no claim is made.
+bool promote(const Snapshot &s, const std::string &cgroup, bool limited, uint64_t reserve, uint64_t now) {
     const TierCandidate &c = s.c;
     SpillFile *dest = nullptr;
     if (int err = new_dedicated_memfd(c.bytes, &dest)) {
         SPW_LOG(debug, "tiering: no memfd for a promotion (%s)", strerror(err));
         return false;
     }
-    uint64_t others = 0, room = 0;
-    bool claimed = claim_headroom(
-        spill_dir_fd(), cgroup, c.bytes,
-        [&](uint64_t claimed_by_others) {
-            MemoryFigures g = read_memory_figures(); // fresh, under the cgroup's lock
-            room = promotion_room(g.limited, g.limit, g.usage - g.reclaimable, reserve, claimed_by_others);
-            return room >= c.bytes;
-        },
-        &others);
+    uint64_t others = 0, room = UINT64_MAX;
+    bool claimed = true;
+    if (limited) {
+        snprintf(g_claim_cgroup, sizeof g_claim_cgroup, "%s", cgroup.c_str());
+        claimed = claim_headroom(
+            spill_dir_fd(), cgroup, c.bytes,
+            [&](uint64_t claimed_by_others) {
+                MemoryFigures g = read_memory_figures(); // fresh, under the cgroup's lock
+                room = promotion_room(g.limited, g.limit, g.usage - g.reclaimable, reserve, claimed_by_others);
+                return room >= c.bytes;
+            },
+            &others);
+        if (claimed) {
+            g_claim_held.store(true);
+            if (g_stop.load()) { // exiting: tiering_stop may have looked before the claim
+                release_claim();
+                close_spill_file(dest);
+                return false;
+            }
+        }
+    }
     if (!claimed) {
         close_spill_file(dest);
         SPW_LOG(debug, "tiering: %zu MiB at %p stays on disk: room %llu MiB after %llu MiB claimed by "
@@ -157,7 +181,7 @@ bool promote(const Snapshot &s, const std::string &cgroup, uint64_t reserve, uin
     uint64_t alloc0 = now_ns();
     if (fallocate(dest->fd, 0, 0, (off_t)c.bytes) != 0) {
         int err = errno;
-        drop_claim(spill_dir_fd(), cgroup);
+        release_claim();
         close_spill_file(dest);
         SPW_LOG(debug, "tiering: %zu MiB at %p stays on disk: its memory could not be allocated (%s)",
                 c.bytes / kMiB, (void *)c.start, strerror(err));
@@ -166,7 +190,7 @@ bool promote(const Snapshot &s, const std::string &cgroup, uint64_t reserve, uin
     uint64_t alloc_ns = now_ns() - alloc0;
     MoveResult res;
     int rc = rehome_region_checked(s.region, c.start, dest, false, &res);
-    drop_claim(spill_dir_fd(), cgroup); // charged to the cgroup now (or freed again below)
+    release_claim(); // charged to the cgroup now (or freed again below)
     if (rc != 0) {
         close_spill_file(dest);
         if (rc != -EBUSY && rc != -ESTALE)
@@ -240,7 +264,7 @@ unsigned tick(State &st) {
         std::vector<TierCandidate> cands;
         for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
         for (size_t i : plan_promotions(cands, UINT64_MAX, (double)ts.promote_rate, now, ts))
-            promote(snap[i], f.where, settings.memory_reserve, now_ns());
+            promote(snap[i], f.where, false, settings.memory_reserve, now_ns());
         return ts.interval_ms;
     }
     uint64_t unreclaimable = f.usage - f.reclaimable;
@@ -283,7 +307,7 @@ unsigned tick(State &st) {
     }
     uint64_t room = promotion_room(true, f.limit, unreclaimable, settings.memory_reserve, 0);
     for (size_t i : plan_promotions(cands, room, st.tokens, now, ts))
-        if (promote(snap[i], f.where, settings.memory_reserve, now_ns())) {
+        if (promote(snap[i], f.where, true, settings.memory_reserve, now_ns())) {
             st.tokens -= (double)cands[i].bytes;
             st.have_prev = false;
         }
@@ -322,13 +346,17 @@ void tiering_notice() {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
-void tiering_stop() { g_stop.store(true); }
+void tiering_stop() {
+    g_stop.store(true);
+    release_claim(); // a promotion under way at exit leaves no claim behind
+}
 
 void tiering_after_fork_child() {
     // The controller thread is the parent's; this process starts its own at
     // its next large region (tiering_notice), unless it is untrusted.
     g_started.store(false);
     claims_after_fork_child();
+    g_claim_held.store(false); // the parent's claim, not ours
     for (History &h : g_history) h = History{};
 }
 

@@ -10,16 +10,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdio>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
 namespace spillway::arena {
-
-uintptr_t g_base = 0;
-std::atomic<uintptr_t> g_size{0};
 
 namespace {
 
@@ -134,16 +133,35 @@ bool ensure_slot_pages(size_t bytes) {
     return true;
 }
 
+// One line: what failed, why, and what to change.
 void growth_failed(size_t want, int err) {
     if (g_growth_warned) return;
     g_growth_warned = true;
     const char *what = err == EEXIST ? "another mapping sits right after it"
-                       : err == ENOMEM ? "the address-space limit (RLIMIT_AS, ulimit -v) forbids it"
+                       : err == ENOMEM ? "the kernel refused more address space"
                        : err == E2BIG ? "that is past its maximum"
                                       : strerror(err);
+    size_t more_mib = (want - size_now() + (size_t(1) << 20) - 1) >> 20;
+    struct rlimit as {};
+    bool limited = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY;
+    char remedy[160];
+    // Under a limit, even "another mapping sits right after it" comes from it:
+    // start-up could only find a gap as large as the limit allowed.
+    if (limited && err != E2BIG)
+        snprintf(remedy, sizeof remedy, "raise ulimit -v (RLIMIT_AS, now %llu MiB) by at least %zu MiB",
+                 (unsigned long long)(as.rlim_cur >> 20), more_mib);
+    else if (err == ENOMEM)
+        snprintf(remedy, sizeof remedy, "no ulimit -v is set, so raise vm.max_map_count (sysctl) or "
+                                        "free memory");
+    else if (err == E2BIG)
+        snprintf(remedy, sizeof remedy, "free large allocations sooner (%zu MiB of them are live)",
+                 used_bytes() >> 20);
+    else
+        snprintf(remedy, sizeof remedy, "no limit is set to raise; a larger SPILLWAY_THRESHOLD sends "
+                                        "fewer allocations there");
     SPW_LOG(warn, "cannot grow the address range for large regions from %zu to %zu MiB (%s); "
                   "allocations that do not fit use ordinary memory and are NOT protected by "
-                  "spillway", size_now() >> 20, want >> 20, what);
+                  "spillway: %s", size_now() >> 20, want >> 20, what, remedy);
 }
 
 // Grows the reservation so that it covers granules [0, end_granule).

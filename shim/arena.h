@@ -24,6 +24,8 @@
 //  * take/extend/give_back need the caller to hold the large-path lock.
 #pragma once
 
+#include "shared_symbol.h"
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -39,8 +41,9 @@ constexpr size_t kStepBytes = size_t(256) << 20;  // growth step (and the slack 
 constexpr size_t kInitialBytes = kStepBytes;      // reserved at start-up
 constexpr size_t kSlotPageBytes = size_t(1) << 30; // arena bytes per slot-table page
 
-extern uintptr_t g_base;
-extern std::atomic<uintptr_t> g_size; // 0 until reserve() succeeds: owns() is then false for all
+// Defined in front_state.cpp (libspillway.so), used by both libraries.
+extern SPW_SHARED uintptr_t g_base;
+extern SPW_SHARED std::atomic<uintptr_t> g_size; // 0 until reserve() succeeds: owns() is then false for all
 
 inline bool owns(const void *p) {
     return (uintptr_t)p - g_base < g_size.load(std::memory_order_relaxed);

@@ -41,8 +41,13 @@ std::mutex g_insert_lock;
 pthread_rwlock_t g_capture_gate = PTHREAD_RWLOCK_INITIALIZER;
 thread_local bool t_gate_held __attribute__((tls_model("initial-exec"))) = false; // by this forking thread
 bool g_captures_off = false;  // a fork child made while a capture may have been in flight
-uintptr_t g_self_base = 0; // our own object: its frames are skipped
-uintptr_t g_self_end = 0;
+// Our own code, whose frames are skipped: the engine's (this object) and
+// the front's (libspillway.so: the entry points, engine_api.h).
+struct CodeRange {
+    uintptr_t lo = 0, hi = 0;
+    bool has(uintptr_t a) const { return a >= lo && a < hi; }
+};
+CodeRange g_self, g_front;
 std::string *g_exe_name = nullptr;
 
 thread_local bool t_capturing __attribute__((tls_model("initial-exec"))) = false;
@@ -52,17 +57,14 @@ uint64_t mix(uint64_t h, uint64_t v) {
     return h * 0xff51afd7ed558ccdull;
 }
 
-int find_self(struct dl_phdr_info *info, size_t, void *) {
-    uintptr_t probe = (uintptr_t)&find_self;
+int find_own_code(struct dl_phdr_info *info, size_t, void *) {
+    uintptr_t self = (uintptr_t)&find_own_code, front = (uintptr_t)&log_msg; // log.cpp is the front's
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) &ph = info->dlpi_phdr[i];
         if (ph.p_type != PT_LOAD) continue;
-        uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-        if (probe >= lo && probe < hi) {
-            g_self_base = lo;
-            g_self_end = hi;
-            return 1;
-        }
+        CodeRange r{info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+        if (r.has(self)) g_self = r;
+        if (r.has(front)) g_front = r;
     }
     return 0;
 }
@@ -209,7 +211,7 @@ void callsite_init(const Settings &s) {
     g_need_names = !s.stats_file.empty() || !s.profile_file.empty() || s.log_level >= LogLevel::info;
     for (const Rule &r : s.rules)
         if (!r.match.empty()) g_need_names = true;
-    dl_iterate_phdr(find_self, nullptr);
+    dl_iterate_phdr(find_own_code, nullptr);
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
@@ -233,7 +235,7 @@ CallSite *callsite_capture() {
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
     int first = 0;
-    while (first < n && (uintptr_t)raw[first] >= g_self_base && (uintptr_t)raw[first] < g_self_end)
+    while (first < n && (g_self.has((uintptr_t)raw[first]) || g_front.has((uintptr_t)raw[first])))
         first++;
     unsigned depth = (unsigned)(n - first);
     if (depth > g_depth) depth = g_depth;

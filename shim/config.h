@@ -38,6 +38,10 @@ struct Rule {
 // that no user's directory can stand in another's way.
 std::string default_spill_dir();
 
+// The threshold with no settings given (the front starts the engine lazily
+// with it, engine_start.h).
+constexpr uint64_t kDefaultThreshold = 64ull << 20;
+
 // [tiering]: moving live regions between disk and memory in place
 // (shim/tiering.h says when and why).
 struct TierSettings {
@@ -52,7 +56,7 @@ struct TierSettings {
 
 struct Settings {
     std::string source = "(defaults)";
-    uint64_t threshold = 64ull << 20;
+    uint64_t threshold = kDefaultThreshold;
     Policy policy = Policy::auto_;
     std::string spill_dir = default_spill_dir();
     // Named by spill.dir or SPILLWAY_DIR: a bad directory is then the user's

@@ -22,8 +22,11 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
+#include <dlfcn.h>
 #include <mimalloc.h>
 #include <new>
+#include <unistd.h>
 
 #define SPW_LIKELY(x) __builtin_expect(!!(x), 1)
 #define SPW_EXPORT __attribute__((visibility("default")))
@@ -46,26 +49,66 @@ inline void release(void *p) noexcept {
     else large_free(p);
 }
 
+// libstdc++ owns the new_handler and std::bad_alloc. It is loaded in every
+// process that calls operator new, but this library does not depend on it
+// (loading it costs more than all the rest of start-up, engine_api.h), so
+// the failure path finds them by name in the copy that is loaded.
+void *libstdcxx_symbol(const char *name) {
+    void *lib = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) return nullptr;
+    void *sym = dlsym(lib, name);
+    dlclose(lib); // only the reference RTLD_NOLOAD added
+    return sym;
+}
+
+std::new_handler current_new_handler() {
+    auto get = reinterpret_cast<std::new_handler (*)()>(libstdcxx_symbol("_ZSt15get_new_handlerv"));
+    return get ? get() : nullptr;
+}
+
+[[noreturn]] void throw_bad_alloc() {
+    // std::__throw_bad_alloc(): throws std::bad_alloc from libstdc++, through
+    // these frames (they have unwind tables and nothing to clean up).
+    if (auto thrower = reinterpret_cast<void (*)()>(libstdcxx_symbol("_ZSt17__throw_bad_allocv")))
+        thrower();
+    static const char kLine[] = "spillway: operator new is out of memory and no C++ runtime is "
+                                "loaded to throw std::bad_alloc; aborting (see ulimit -v)\n";
+    ssize_t ignored = write(2, kLine, sizeof kLine - 1);
+    (void)ignored;
+    abort();
+}
+
 // The standard's loop: ask the new_handler for memory until it gives up
 // (no handler: std::bad_alloc). Kept out of line: the fast path never
 // reaches it.
 template <class Try>
 __attribute__((noinline)) void *new_handler_loop(Try &&again) {
     for (;;) {
-        std::new_handler handler = std::get_new_handler();
-        if (!handler) throw std::bad_alloc();
+        std::new_handler handler = current_new_handler();
+        if (!handler) throw_bad_alloc();
         handler(); // may free memory, install another handler, or throw
         if (void *p = again()) return p;
     }
 }
 
-template <class Try>
-__attribute__((noinline)) void *new_handler_loop_nothrow(Try &&again) noexcept {
-    try {
-        return new_handler_loop(again);
-    } catch (...) { // std::bad_alloc (or what a handler threw): nothrow means nullptr
-        return nullptr;
-    }
+// nothrow with a handler installed: libstdc++'s own nothrow operator new
+// calls the throwing ::operator new (ours) and returns nullptr for whatever
+// it throws, which is the standard's definition; this library has no catch
+// (it is built without exceptions, so that it needs no libstdc++).
+__attribute__((noinline)) void *new_nothrow_slow(size_t size) noexcept {
+    if (!current_new_handler()) return nullptr;
+    using NothrowNew = void *(*)(size_t, const std::nothrow_t &) noexcept;
+    auto fn = reinterpret_cast<NothrowNew>(libstdcxx_symbol("_ZnwmRKSt9nothrow_t"));
+    const std::nothrow_t tag{};
+    return fn ? fn(size, tag) : nullptr;
+}
+
+__attribute__((noinline)) void *new_aligned_nothrow_slow(size_t size, std::align_val_t align) noexcept {
+    if (!current_new_handler()) return nullptr;
+    using NothrowNew = void *(*)(size_t, std::align_val_t, const std::nothrow_t &) noexcept;
+    auto fn = reinterpret_cast<NothrowNew>(libstdcxx_symbol("_ZnwmSt11align_val_tRKSt9nothrow_t"));
+    const std::nothrow_t tag{};
+    return fn ? fn(size, align, tag) : nullptr;
 }
 
 inline void *new_throwing(size_t size) {
@@ -75,7 +118,7 @@ inline void *new_throwing(size_t size) {
 
 inline void *new_nothrow(size_t size) noexcept {
     if (void *p = try_new(size); SPW_LIKELY(p != nullptr)) return p;
-    return new_handler_loop_nothrow([size] { return try_new(size); });
+    return new_nothrow_slow(size);
 }
 
 inline void *new_aligned_throwing(size_t size, std::align_val_t align) {
@@ -85,7 +128,7 @@ inline void *new_aligned_throwing(size_t size, std::align_val_t align) {
 
 inline void *new_aligned_nothrow(size_t size, std::align_val_t align) noexcept {
     if (void *p = try_new_aligned(size, align); SPW_LIKELY(p != nullptr)) return p;
-    return new_handler_loop_nothrow([size, align] { return try_new_aligned(size, align); });
+    return new_aligned_nothrow_slow(size, align);
 }
 
 } // namespace

@@ -29,7 +29,6 @@
 
 namespace spillway {
 
-size_t g_large_threshold = SIZE_MAX;
 static const Settings *g_settings = nullptr;
 static size_t g_page = 4096;
 // Untrusted fork child (fork_safety.h): the arena and the reaper queue may

@@ -2,10 +2,12 @@
 // regions of the arena, placed by policy, retired by the reaper.
 //
 // Invariants:
-//  * g_large_threshold is SIZE_MAX until start-up has finished, so every
-//    allocation before that (and during it, from the config parser, the
-//    logger or the dynamic loader) takes the small path: start-up cannot
-//    recurse into itself.
+//  * g_large_threshold is SIZE_MAX until start-up has finished (or the
+//    default threshold while the engine waits for its first use; the front
+//    then reaches these functions only once the engine has started, see
+//    engine_start.h), so every allocation before that (and during it, from
+//    the config parser, the logger or the dynamic loader) takes the small
+//    path: start-up cannot recurse into itself.
 //  * Every region a caller holds is fully mapped and published; every byte a
 //    fresh region exposes reads as zero (so calloc touches nothing).
 //  * No function here holds the large lock while it calls into the reaper,
@@ -13,12 +15,14 @@
 #pragma once
 
 #include "config.h"
+#include "shared_symbol.h"
 
 #include <cstddef>
 
 namespace spillway {
 
-extern size_t g_large_threshold;
+// Defined in front_state.cpp (libspillway.so), used by both libraries.
+extern SPW_SHARED size_t g_large_threshold;
 
 void large_init(const Settings &s);
 const Settings &large_settings();

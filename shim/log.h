@@ -5,13 +5,16 @@
 // thread, and lines from concurrent threads never interleave.
 #pragma once
 
+#include "shared_symbol.h"
+
 namespace spillway {
 
 enum class LogLevel { error = 0, warn = 1, info = 2, debug = 3 };
 
-void log_configure(LogLevel level, int fd);
-bool log_enabled(LogLevel level);
-void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// Defined in libspillway.so (the front), used by both libraries.
+SPW_SHARED void log_configure(LogLevel level, int fd);
+SPW_SHARED bool log_enabled(LogLevel level);
+SPW_SHARED void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define SPW_LOG(level, ...)                                                  \
     do {                                                                     \

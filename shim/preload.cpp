@@ -19,6 +19,7 @@
 #include "shm.h"
 #include "surface.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <fcntl.h>
@@ -64,8 +65,12 @@ namespace {
 
 bool is_power_of_two(size_t x) { return x && !(x & (x - 1)); }
 
+// Not a function-local static: its guard would need libstdc++ (engine_api.h).
+// Racing first calls store the same value.
+std::atomic<size_t> g_page{0};
 size_t page_size() {
-    static size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t page = g_page.load(std::memory_order_relaxed);
+    if (!page) g_page.store(page = (size_t)sysconf(_SC_PAGESIZE), std::memory_order_relaxed);
     return page;
 }
 

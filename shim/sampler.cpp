@@ -10,7 +10,9 @@
 #include "fd_policy.h"
 #include "large.h"
 #include "log.h"
+#include "readahead_window.h"
 #include "region.h"
+#include "stats_live.h"
 
 #include <algorithm>
 #include <atomic>
@@ -32,18 +34,23 @@ namespace spillway {
 
 namespace {
 constexpr uint64_t kPeriodNs = 100'000'000;      // phase change noticed within ~100 ms
-constexpr uint64_t kStreamPeriodNs = 20'000'000; // while feeding a stream
+constexpr uint64_t kStreamPeriodNs = 20'000'000; // while a stream moves
+constexpr uint64_t kFeedPeriodNs = 10'000'000;   // while reading ahead of one
 constexpr uint64_t kMinAgeNs = 50'000'000;
 constexpr size_t kMaxTracks = 4096;
 constexpr size_t kMaxRuns = 16384;
 constexpr uint64_t kPage = 4096;
 // Read-ahead for a stream: 4 stream ticks' worth of its rate, at least
-// 8 MiB, at most 256 MiB and a quarter of the cgroup's limit (measured: a
+// 64 MiB, at most 256 MiB and a quarter of the cgroup's limit (measured: a
 // 256 MiB lead in a 128 MiB cgroup evicted the pages read ahead before the
-// reader got there, and the pass ran at a tenth of the disk's bandwidth).
+// reader got there, and the pass ran at a tenth of the disk's bandwidth; an
+// 8 MiB lead kept too few requests in flight to reach half the bandwidth).
 constexpr uint64_t kLeadNs = 4 * kStreamPeriodNs;
-constexpr uint64_t kLeadMinPages = (8u << 20) / kPage;
+constexpr uint64_t kLeadMinPages = (64u << 20) / kPage;
 constexpr uint64_t kLeadMaxPages = (256u << 20) / kPage;
+// A stream reads from disk (is "fed") once its front is this far behind
+// the furthest page ever written: a re-read, not a first fill.
+constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
@@ -69,6 +76,7 @@ struct Track {
     uint64_t pages = 0;
     uint64_t *bits = nullptr; // presence at the last look, 1 bit per page
     CallSite *site = nullptr;
+    int fd = -1;              // its spill file (for the device's read-ahead)
     Verdict verdict = Verdict::undecided;
     uint64_t last_look_ns = 0;
     uint64_t front = 0;          // a stream's front (page index)
@@ -78,6 +86,7 @@ struct Track {
     bool streaming = false;
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
+    bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
     uint64_t filled_to = 0;  // end of the furthest page ever seen present
     int advice_published = -1;
     uint32_t rate_published = UINT32_MAX;
@@ -122,6 +131,7 @@ bool refresh_tracks(uint64_t now) {
             t.born = r->born_ns;
             t.pages = r->map_len / kPage;
             t.site = r->site;
+            t.fd = r->file ? r->file->fd : -1;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -150,11 +160,16 @@ bool refresh_tracks(uint64_t now) {
 // and sets its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM
 // otherwise. One hold of the large lock.
 void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
-    // Kernel read-ahead only for a moving stream that does not read from
-    // disk (a fill over never-written blocks: large zeroed folios); a stream
-    // that reads gets the thread's read-ahead instead, so a fault outside it
-    // never reads more than its page, even before the switch is noticed.
-    int want = t.streaming && !t.fed && t.pages * kPage >= kStreamAdviceFrom ? MADV_SEQUENTIAL : MADV_RANDOM;
+    // Kernel read-ahead for a moving stream that does not read from disk (a
+    // fill over never-written blocks: large zeroed folios), and for one that
+    // does when the device reads ahead megabytes (its large folios beat
+    // WILLNEED's single pages; readahead_window.h). Otherwise the thread
+    // reads ahead, so a fault outside the stream never reads more than its
+    // page. A random fault under MADV_SEQUENTIAL reads a whole window until
+    // the next stream tick notices (20 ms).
+    int want = t.streaming && (!t.fed || t.kernel_feeds) && t.pages * kPage >= kStreamAdviceFrom
+                   ? MADV_SEQUENTIAL
+                   : MADV_RANDOM;
     if (!changed && want == t.advice_published && rate == t.rate_published) return; // no lock
     t.advice_published = want;
     t.rate_published = rate;
@@ -303,9 +318,12 @@ void look(Track &t, uint64_t now, const PageRun *runs, long n) {
     // extends the region's written part (a first fill of reserved blocks)
     // needs no read-ahead, which would only fill the page cache with zeros
     // ahead of the writer and page out what it just wrote.
-    if (t.streaming && !t.fed) t.fed = t.front + kLeadMinPages < filled_before;
+    if (t.streaming && !t.fed) {
+        t.fed = t.front + kFedMarginPages < filled_before;
+        if (t.fed) t.kernel_feeds = read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
+    }
     publish(t, v, changed, now, fault_rate);
-    if (t.streaming && t.fed) feed_stream(t);
+    if (t.streaming && t.fed && !t.kernel_feeds) feed_stream(t);
 }
 
 // A stream the thread reads ahead of, or one under MADV_SEQUENTIAL (whose
@@ -314,6 +332,8 @@ void look(Track &t, uint64_t now, const PageRun *runs, long n) {
 bool needs_fast_looks(const Track &t) {
     return t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom);
 }
+
+bool feeds_itself(const Track &t) { return t.streaming && t.fed && !t.kernel_feeds; }
 
 // One tick; returns the delay until the next.
 uint64_t tick(uint64_t now) {
@@ -326,6 +346,7 @@ uint64_t tick(uint64_t now) {
     g_last_faults = faults;
     if (!refresh_tracks(now)) return kPeriodNs;
     any_stream = false;
+    bool any_fed = false;
     // Many regions: one page-table walk over all of them (the arena's free
     // space is unpopulated and costs the kernel nothing to skip), instead of
     // one system call per region (measured: 1,000 regions of 4 MiB cost 2%
@@ -359,8 +380,9 @@ uint64_t tick(uint64_t now) {
             look(t, now, g_runs, n);
         }
         any_stream |= needs_fast_looks(t);
+        any_fed |= feeds_itself(t);
     }
-    return any_stream ? kStreamPeriodNs : kPeriodNs;
+    return any_fed ? kFeedPeriodNs : any_stream ? kStreamPeriodNs : kPeriodNs;
 }
 
 void *sampler_main(void *) {
@@ -371,7 +393,9 @@ void *sampler_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
         nanosleep(&ts, nullptr);
-        delay = tick(now_ns());
+        uint64_t now = now_ns();
+        delay = tick(now);
+        stats_live_tick(now); // `spillway top` reads it
         g_ticks.fetch_add(1, std::memory_order_relaxed);
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }

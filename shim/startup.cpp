@@ -1,20 +1,21 @@
-// startup.cpp — bringing the shim up in a constructor, and down at exit.
+// startup.cpp — the engine's start-up (settings, spill directory, arena,
+// call sites, learned profile) and its work at exit.
 //
-// Why a constructor and not the first malloc: the first malloc can come
-// from the dynamic loader or libc before libstdc++ is initialised, and the
-// config parser needs it. Allocations before this runs simply take the small
-// path (g_large_threshold is SIZE_MAX), which is always correct; ours runs
-// after our dependencies' constructors and before the program's own code.
+// When it runs is the front's decision (engine_start.h): in the front's
+// constructor when the job configures the shim, else at the engine's first
+// use. Allocations before it has finished (and during it, from the config
+// parser, the logger or the dynamic loader) take the small path, which is
+// always correct.
 //
 // Invariant: a bad config never leaves a job silently unprotected: one line
 // on stderr and exit status 78 (EX_CONFIG), before anything is created,
-// unless SPILLWAY_ON_ERROR=continue.
+// unless SPILLWAY_ON_ERROR=continue. (With no settings given the defaults
+// cannot be wrong, which is why that case may start late.)
 #include "arena.h"
 #include "backing.h"
 #include "callsite.h"
 #include "config.h"
 #include "fd_policy.h"
-#include "fork_safety.h"
 #include "large.h"
 #include "log.h"
 #include "profile.h"
@@ -51,11 +52,12 @@ static bool config_error(const std::string &message) {
     return false;
 }
 
-static void start() {
+// Returns true when large allocations are routed.
+bool engine_start() {
     auto *s = new Settings();
     if (auto err = load_settings(*s)) {
         config_error(*err);
-        return;
+        return false;
     }
     int log_fd = 2;
     if (!s->log_file.empty()) {
@@ -63,7 +65,7 @@ static void start() {
         if (log_fd < 0) {
             config_error(s->source + ": key 'log.file': cannot open " + s->log_file + " (" +
                          strerror(errno) + ")");
-            return;
+            return false;
         }
     }
     log_configure(s->log_level, log_fd);
@@ -71,12 +73,12 @@ static void start() {
     bool needs_disk = s->policy != Policy::anon && s->policy != Policy::memory;
     if (spill_dir_refusal_is_fatal(spill_dir(), needs_disk)) {
         config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
-        return;
+        return false;
     }
     if (!arena::reserve(kArenaBytes)) {
         SPW_LOG(warn, "could not reserve address space for large regions; spillway is NOT "
                       "routing (check ulimit -v)");
-        return;
+        return false;
     }
     g_startup_settings = s;
     g_started_pid = getpid();
@@ -84,17 +86,12 @@ static void start() {
     shm_init(*s);
     callsite_init(*s);
     profile_load(*s);
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;
     SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",
             (unsigned long long)s->threshold, policy_name(s->policy), spill_dir_path().c_str(),
             disk_usable() ? "" : " (unusable)");
-}
-
-__attribute__((constructor(101))) static void spillway_constructor() {
-    StdioGuard guard; // nothing we open at start-up may land in a closed 0/1/2
-    start();
+    return true;
 }
 
 __attribute__((destructor)) static void spillway_destructor() {

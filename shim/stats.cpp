@@ -4,6 +4,8 @@
 #include "callsite.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -109,6 +111,11 @@ std::string stats_json() {
     };
     std::string out = "{\"pid\":" + std::to_string(getpid()) + ",\"cmd\":\"" +
                       json_escape(command_line()) + "\"";
+    // A rank of a distributed job (torchrun's variables), so a summary can
+    // name the process by it. Read at exit, on the exiting thread.
+    for (const char *var : {"RANK", "LOCAL_RANK"})
+        if (const char *v = getenv(var))
+            out += std::string(",\"") + (var[0] == 'R' ? "rank" : "local_rank") + "\":\"" + json_escape(v) + "\"";
     out += ",\"regions\":" + by_backing(g_stats.regions);
     out += ",\"bytes\":" + by_backing(g_stats.bytes);
     out += ",\"peak_bytes\":" + by_backing(g_stats.peak_bytes);

@@ -45,7 +45,8 @@ void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uin
 // lines of a process tree add up instead of repeating the parent's counts.
 void stats_after_fork_child();
 
-// JSON object for this process (the per-site part comes from callsite.h).
+// JSON object for this process (the per-site part comes from callsite.h),
+// with "rank" and "local_rank" when RANK / LOCAL_RANK are set.
 std::string stats_json();
 // Appends stats_json() to the configured file; no-op without one.
 void stats_write_at_exit(const std::string &file_pattern);

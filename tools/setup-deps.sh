@@ -10,6 +10,7 @@ packages=(
   docker.io e2fsprogs util-linux procps
   libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
   libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
+  python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
 )
 missing=()
 for p in "${packages[@]}"; do

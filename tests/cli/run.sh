@@ -59,6 +59,19 @@ expect_contains "$err" "1 process reported, 1 placed large regions" "summary hea
 expect_contains "$err" "disk        1 region" "summary disk line"
 expect_contains "$err" "8.00MiB  peak 8.00MiB" "summary bytes and peak"
 expect_contains "$err" "fallbacks: none" "summary fallbacks"
+# Ranks: one line per process, named by RANK/LOCAL_RANK, after the total.
+err=$(run -- sh -c "RANK=1 LOCAL_RANK=1 $py -c 'b = bytearray(6 << 20)' &
+    RANK=0 LOCAL_RANK=0 $py -c 'b = bytearray(4 << 20)' & wait" 2>&1 >/dev/null); expect_status 0 $? "two ranks"
+# (dash ends with _exit, so the launching shell writes no stats line.)
+expect_contains "$err" "2 processes reported, 2 placed large regions" "two ranks: the total"
+expect_contains "$err" "disk        2 regions    10.0MiB  peak 6.00MiB" "two ranks: total bytes, largest peak"
+ranks=$(printf '%s\n' "$err" | grep -E '^spillway:     (rank|pid) ')
+expect_lines 2 "$ranks" "one line per process"
+printf '%s\n' "$ranks" | sed -n 1p | grep -qE '^spillway:     rank 0 \(local 0\) pid [0-9]+: 1 region, disk 4.00MiB peak 4.00MiB  \[python3 -c b = bytearray\(4 << 20\)\]$' ||
+    fail "rank 0's line: $ranks"
+printf '%s\n' "$ranks" | sed -n 2p | grep -qE '^spillway:     rank 1 \(local 1\) pid [0-9]+: 1 region, disk 6.00MiB peak 6.00MiB' ||
+    fail "rank 1's line: $ranks"
+
 out=$(run -q -- sh -c 'echo "$SPILLWAY_CONFIG"'); tmpdir=$(dirname "$out")
 [ ! -e "$tmpdir" ] || fail "run left its temporary config directory $tmpdir behind"
 

@@ -39,10 +39,31 @@ TEST_CASE("summary: sums, the largest peak, fallbacks by reason, unreadable line
     CHECK(s.peak[0] == 80); // not 90: peaks of different processes are not simultaneous
     CHECK(s.fallbacks == std::map<std::string, uint64_t>{{"arena_full", 1}, {"no_space", 3}});
     auto lines = render_summary(s, "here");
-    REQUIRE(lines.size() == 6);
+    REQUIRE(lines.size() == 10); // head, 3 backings, fallbacks, by-process head, 3 processes, unreadable
     CHECK(lines[0].find("3 processes reported, 2 placed large regions") != std::string::npos);
     CHECK(lines[4].find("arena_full 1, no_space 3") != std::string::npos);
-    CHECK(lines[5].find("1 stats line(s) could not be read") != std::string::npos);
+    CHECK(lines[5] == "spillway:   by process (bytes placed, peak held at once):");
+    CHECK(lines[6] == "spillway:     pid 1: 3 regions, disk 100B peak 80B, memory 50B peak 50B, 1 fallback");
+    CHECK(lines[7] == "spillway:     pid 2: 4 regions, disk 10B peak 10B, anon 30B peak 30B, 3 fallbacks");
+    CHECK(lines[8] == "spillway:     pid 3: 0 regions");
+    CHECK(lines[9].find("1 stats line(s) could not be read") != std::string::npos);
+}
+
+TEST_CASE("summary: one line per process, named and ordered by rank; none for a single process") {
+    std::string r10 = R"({"pid":40,"rank":"10","local_rank":"2","cmd":"python3 train.py","regions":{"disk":1},)"
+                      R"("bytes":{"disk":2048},"peak_bytes":{"disk":1024}})";
+    std::string r2 = R"({"pid":50,"rank":"2","local_rank":"0","cmd":"python3 train.py","regions":{"disk":1},)"
+                     R"("bytes":{"disk":4096},"peak_bytes":{"disk":4096}})";
+    std::string launcher = R"({"pid":30,"cmd":"/usr/bin/python3 /opt/job/launch.py","regions":{"disk":0}})";
+    std::string local = R"({"pid":60,"local_rank":"1","cmd":"worker","regions":{"disk":0}})";
+    auto lines = render_summary(summarize_stats({r10, launcher, r2, local}), "here");
+    REQUIRE(lines.size() == 10);
+    CHECK(lines[0].find("4 processes reported, 2 placed large regions") != std::string::npos);
+    CHECK(lines[6] == "spillway:     rank 2 (local 0) pid 50: 1 region, disk 4.00KiB peak 4.00KiB  [python3 train.py]");
+    CHECK(lines[7] == "spillway:     rank 10 (local 2) pid 40: 1 region, disk 2.00KiB peak 1.00KiB  [python3 train.py]");
+    CHECK(lines[8] == "spillway:     local rank 1 pid 60: 0 regions  [worker]"); // LOCAL_RANK alone: after the ranks
+    CHECK(lines[9] == "spillway:     pid 30: 0 regions  [python3 /opt/job/launch.py]"); // the program's name only
+    CHECK(render_summary(summarize_stats({r2}), "here").size() == 5); // the total is that process's line
 }
 
 TEST_CASE("summary: tiering moves are summed and shown only when there were some") {

@@ -153,14 +153,17 @@ echo hello > "$work/afile"
 refused "a regular file" 'not a directory|cannot create' "$work/afile"
 
 # Only documented environment variables are named by the library.
-documented="SPILLWAY_CONFIG SPILLWAY_DIR SPILLWAY_LOG SPILLWAY_ON_ERROR SPILLWAY_POLICY SPILLWAY_STATS SPILLWAY_THRESHOLD SPILLWAY_PREPARED"
-for v in $(strings "$lib" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u); do
+# Both files of the shim: the preloaded front and the engine beside it.
+documented="SPILLWAY_CONFIG SPILLWAY_DIR SPILLWAY_LOG SPILLWAY_ON_ERROR SPILLWAY_POLICY SPILLWAY_STATS SPILLWAY_THRESHOLD SPILLWAY_PREPARED SPILLWAY_CHECKED"
+libs=("$lib" "$(dirname "$lib")/libspillway_engine.so")
+[ -f "${libs[1]}" ] || bad "no libspillway_engine.so beside $lib"
+for v in $(strings "${libs[@]}" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u); do
   [[ " $documented " == *" $v "* ]] || bad "the library names an undocumented environment variable $v"
 done
 for v in $documented; do
   grep -rqs "$v" "$(dirname "$0")/../../config" "$(dirname "$0")/../../README.md" || echo "security: note: $v is not documented under config/ or in README.md"
 done
-ok "environment variables named by the library: $(strings "$lib" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u | tr '\n' ' ')"
+ok "environment variables named by the library: $(strings "${libs[@]}" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u | tr '\n' ' ')"
 
 [ $failed = 0 ] && echo "security: ok" || echo "security: $failed failed"
 [ $failed = 0 ]

@@ -2,7 +2,7 @@
 # run.sh — spillway's Docker integration suite (issue 5), its one entry point.
 # Proves, with unmodified jobs in memory-limited containers, that the limit
 # bites without libspillway.so and that the jobs complete correctly with it
-# (thirteen scenarios, scenarios/NN-*.sh), then writes RESULTS.md from what it
+# (scenarios/NN-*.sh), then writes RESULTS.md from what it
 # measured. Works from a fresh Debian 12 machine: installs what is missing,
 # starts dockerd if none answers, builds its base image locally (never pulls).
 #
@@ -43,9 +43,11 @@ results_init
 say "shim: $SHIM"
 [ -n "$HELPER_DIR" ] && say "Python helper: $HELPER_DIR" || say "Python helper: missing (scenario 4's Python part will fail)"
 
-scenarios=${SPILLWAY_INT_ONLY:-1 2 3 4 5 6 7 8 9 10 11 12 13 14}
+# Every scenarios/NN-*.sh, in number order.
+all_scenarios=$(cd "$HERE/scenarios" && ls [0-9]*.sh | sed 's/-.*//; s/^0*//' | sort -n | tr '\n' ' ')
+scenarios=${SPILLWAY_INT_ONLY:-$all_scenarios}
 for id in $scenarios; do
-    declare -F "scenario_$id" >/dev/null || die "no scenario '$id'; choose among 1 to 14"
+    declare -F "scenario_$id" >/dev/null || die "no scenario '$id'; choose among: $all_scenarios"
     rows_before=$(grep -c . "$ROWS_FILE" || true)
     # A scenario script that breaks part-way is a failed scenario, never a
     # missing row.

@@ -5,6 +5,7 @@
 
 #include "region.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <mutex>
@@ -165,4 +166,37 @@ TEST_CASE("RLIMIT_AS lowered after start-up: growth fails cleanly, what is reser
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("growth refused by RLIMIT_AS: one warning line that says how far to raise ulimit -v") {
+    test::bring_up();
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        std::lock_guard<std::mutex> guard(large_lock());
+        arena::release_for_tests(); // a fresh reservation: its one warning not given yet
+        if (!arena::reserve(size_t(1) << 40)) _exit(2);
+        rlimit lim{size_t(4) << 30, size_t(4) << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(3);
+        log_configure(LogLevel::warn, fds[1]);
+        if (arena::take(size_t(8) << 30, G) != 0) _exit(4);
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string text;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, (size_t)n);
+    close(fds[0]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    INFO(text);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+    CHECK(text.find("cannot grow the address range") != std::string::npos);
+    CHECK(text.find("raise ulimit -v (RLIMIT_AS, now 4096 MiB) by at least") != std::string::npos);
 }

@@ -1,5 +1,6 @@
 // test_stats.cpp — the per-process JSON line: fields present, one line,
-// appended (so a process tree can share a file), "%p" expands to the pid.
+// appended (so a process tree can share a file), "%p" expands to the pid,
+// the rank named when RANK / LOCAL_RANK are set.
 #include "stats.h"
 
 #include <catch2/catch.hpp>
@@ -22,6 +23,14 @@ TEST_CASE("stats are one JSON object per process, appended") {
     for (const char *key : {"\"pid\":", "\"regions\":", "\"bytes\":", "\"peak_bytes\":", "\"fallbacks\":",
                             "\"no_space\":", "\"sites\":"})
         CHECK(json.find(key) != std::string::npos);
+
+    CHECK(json.find("\"rank\"") == std::string::npos);
+    setenv("RANK", "3", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    json = stats_json();
+    unsetenv("RANK");
+    unsetenv("LOCAL_RANK");
+    CHECK(json.find(",\"rank\":\"3\",\"local_rank\":\"1\",") != std::string::npos);
 
     char tmpl[] = "/tmp/spillway-stats.XXXXXX";
     std::string dir = mkdtemp(tmpl);

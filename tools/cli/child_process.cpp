@@ -31,7 +31,8 @@ std::vector<char *> c_strings(const std::vector<std::string> &v) {
 
 } // namespace
 
-ChildOutcome run_child(const std::vector<std::string> &argv, const std::vector<std::string> &env) {
+ChildOutcome run_child(const std::vector<std::string> &argv, const std::vector<std::string> &env,
+                       const std::function<void(pid_t)> &on_started) {
     ChildOutcome outcome;
     std::vector<char *> child_argv = c_strings(argv), child_env = c_strings(env);
 
@@ -81,6 +82,7 @@ ChildOutcome run_child(const std::vector<std::string> &argv, const std::vector<s
     sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
 
     if (pid > 0) {
+        if (on_started) on_started(pid);
         int err = 0;
         ssize_t n;
         while ((n = read(exec_pipe[0], &err, sizeof err)) < 0 && errno == EINTR) {

@@ -15,7 +15,9 @@
 //    a container's PID 1 without accumulating zombies.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace spillway::cli {
@@ -27,6 +29,9 @@ struct ChildOutcome {
 };
 
 // argv[0] is looked up in PATH; env is the child's whole environment.
-ChildOutcome run_child(const std::vector<std::string> &argv, const std::vector<std::string> &env);
+// on_started, when given, is called with the child's pid once it exists
+// (before exec is known to have worked), from this thread.
+ChildOutcome run_child(const std::vector<std::string> &argv, const std::vector<std::string> &env,
+                       const std::function<void(pid_t)> &on_started = {});
 
 } // namespace spillway::cli

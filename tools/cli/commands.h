@@ -17,5 +17,7 @@ int check_command(const Args &args);   // check.cpp
 int stat_command(const Args &args);    // stat.cpp
 int release_command(const Args &args); // release.cpp
 int sites_command(const Args &args);   // sites.cpp
+int top_command(const Args &args);     // top.cpp
+int report_command(const Args &args);  // report.cpp
 
 } // namespace spillway::cli

@@ -1,4 +1,5 @@
-// json.h — just enough JSON to read the shim's stats lines.
+// json.h — just enough JSON to read the shim's stats lines (and to quote
+// strings in the lines the tool writes).
 //
 // Invariant: parse_json accepts exactly one JSON value (RFC 8259) and
 // reports the byte offset of the first problem; it never throws. Integers
@@ -32,5 +33,8 @@ struct JsonValue {
 };
 
 bool parse_json(std::string_view text, JsonValue &out, std::string &error);
+
+// text as a JSON string literal, quotes included (for the lines we write).
+std::string json_quote(std::string_view text);
 
 } // namespace spillway::cli

@@ -29,6 +29,8 @@ constexpr Subcommand kSubcommands[] = {
     {"stat", stat_command, "list a spill directory: sizes, reserved, resident, who maps what"},
     {"release", release_command, "drop the page cache of spill files nobody maps"},
     {"sites", sites_command, "print a learned call-site profile as a table"},
+    {"top", top_command, "live view of the processes under the shim and their cgroups"},
+    {"report", report_command, "sum up a recording made with 'spillway run --record'"},
 };
 
 void print_help() {
@@ -68,6 +70,6 @@ int main(int argc, char **argv) {
     for (const Subcommand &c : kSubcommands)
         if (c.name == first) return c.entry(Args(args.begin() + 1, args.end()));
     std::cerr << "spillway: no command named '" << first
-              << "'; commands are run, check, stat, release, sites (see 'spillway --help')\n";
+              << "'; commands are run, check, stat, release, sites, top, report (see 'spillway --help')\n";
     return kExitUsage;
 }

@@ -18,6 +18,8 @@
 #include "commands.h"
 #include "library_locator.h"
 #include "preload_env.h"
+#include "recorder.h"
+#include "settings_check.h"
 #include "settings_source.h"
 #include "size_parse.h"
 #include "spill_dir_checks.h"
@@ -50,6 +52,9 @@ static const char kRunHelp[] =
     "      --threshold SIZE  smallest allocation routed, e.g. 64MiB (overrides threshold)\n"
     "      --policy P        disk, memory, anon or auto (overrides policy)\n"
     "  -q, --quiet           no summary\n"
+    "      --record FILE     sample the job while it runs (processes, regions, cgroup)\n"
+    "                        into FILE as JSON lines; 'spillway report FILE' sums it up\n"
+    "      --record-interval SECS  between samples (default 1; 0.1 to 60)\n"
     "  -h, --help            this text\n\n"
     "libspillway.so is looked for in $SPILLWAY_LIBRARY, next to this program in the\n"
     "build tree, then in the installed library directory.\n\n"
@@ -62,6 +67,8 @@ namespace {
 struct RunOptions {
     EnvOverlay overlay;
     bool quiet = false;
+    std::string record_path;
+    double record_interval = 1.0;
     std::vector<std::string> command;
 };
 
@@ -93,6 +100,14 @@ int parse_run_options(const Args &args, RunOptions &out) {
             if (o.error().empty() && !parse_size(*v, bytes, err))
                 return usage_error("run", "--threshold: " + err);
             out.overlay.values["SPILLWAY_THRESHOLD"] = *v;
+        } else if (auto v = o.value("--record")) {
+            if (o.error().empty() && v->empty()) return usage_error("run", "--record needs a file name");
+            out.record_path = *v;
+        } else if (auto v = o.value("--record-interval")) {
+            char *end = nullptr;
+            out.record_interval = strtod(v->c_str(), &end);
+            if (o.error().empty() && (v->empty() || *end || !(out.record_interval >= 0.1 && out.record_interval <= 60)))
+                return usage_error("run", "--record-interval needs seconds between 0.1 and 60, got \"" + *v + "\"");
         } else if (auto v = o.value("--policy")) {
             Policy p;
             if (o.error().empty() && !parse_policy(*v, p))
@@ -117,6 +132,21 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
     }
     for (const auto &[name, value] : set) env.push_back(name + "=" + value);
     return env;
+}
+
+// The settings are judged (above): SPILLWAY_CHECKED lets every process of
+// the tree whose settings are still exactly these start the shim's engine
+// at its first use instead of judging them again (shim/settings_check.h).
+void mark_settings_judged(const Settings &settings, std::map<std::string, std::string> &child_env) {
+    auto lookup = [](void *ctx, const char *name) -> const char * {
+        auto *env = static_cast<std::map<std::string, std::string> *>(ctx);
+        auto it = env->find(name);
+        return it != env->end() ? it->second.c_str() : getenv(name);
+    };
+    uint64_t hash = settings_hash(lookup, &child_env);
+    char marker[80];
+    format_checked(marker, sizeof marker, settings.threshold, static_cast<int>(settings.log_level), hash);
+    child_env[kCheckedMarker] = marker;
 }
 
 bool continuing_on_error() {
@@ -193,18 +223,31 @@ int run_command(const Args &args) {
     ChildConfig config = compose_child_config(settings, user_config ? user_config : "");
     if (!config.error.empty()) return fail("run", config.error);
     if (!config.config_path.empty()) child_env["SPILLWAY_CONFIG"] = config.config_path;
+    if (!config.stats_pattern.empty()) child_env["SPILLWAY_STATS"] = config.stats_pattern;
     child_env["LD_PRELOAD"] = compose_ld_preload(library.found, getenv("LD_PRELOAD"));
+    mark_settings_judged(settings, child_env);
 
+    Recorder recorder;
+    if (!opts.record_path.empty()) {
+        std::string error;
+        if (!recorder.open(opts.record_path, opts.record_interval, opts.command, error)) {
+            remove_child_config(config);
+            return fail("run", error);
+        }
+    }
     StatsCollector stats(config.stats_pattern);
     stats.mark_start();
-    ChildOutcome outcome = run_child(opts.command, child_environment(child_env));
+    ChildOutcome outcome = run_child(opts.command, child_environment(child_env),
+                                     [&recorder](pid_t child) { recorder.start(child); });
+    std::vector<std::string> stats_lines = stats.new_lines();
+    recorder.finish(stats_lines, outcome.status, outcome.signal);
     if (outcome.exec_error) {
         remove_child_config(config);
         return report_exec_failure(outcome, opts.command[0]);
     }
     if (outcome.signal) report_signal(outcome, opts.command[0]);
     if (!opts.quiet) {
-        StatsSummary summary = summarize_stats(stats.new_lines());
+        StatsSummary summary = summarize_stats(stats_lines);
         std::string where = config.stats_are_ours ? "spill dir " + prepared.dir.path
                                                   : "stats in " + config.stats_pattern;
         for (const std::string &line : render_summary(summary, where)) std::cerr << line << "\n";

@@ -5,6 +5,9 @@
 #include "json.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <tuple>
 #include <cstdio>
 
 namespace spillway::cli {
@@ -20,16 +23,26 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
         }
         s.processes++;
         uint64_t regions_here = 0;
+        ProcessLine pl;
+        pl.pid = v.count("pid");
+        if (const JsonValue *r = v.get("rank"); r && r->kind == JsonValue::Kind::string) pl.rank = r->text;
+        if (const JsonValue *r = v.get("local_rank"); r && r->kind == JsonValue::Kind::string) pl.local_rank = r->text;
+        if (const JsonValue *c = v.get("cmd"); c && c->kind == JsonValue::Kind::string) pl.cmd = c->text;
         for (int b = 0; b < 3; b++) {
             if (const JsonValue *r = v.get("regions")) regions_here += r->count(StatsSummary::kBackings[b]);
             const char *name = StatsSummary::kBackings[b];
             if (const JsonValue *r = v.get("regions")) s.regions[b] += r->count(name);
             if (const JsonValue *r = v.get("bytes")) s.bytes[b] += r->count(name);
             if (const JsonValue *r = v.get("peak_bytes")) s.peak[b] = std::max(s.peak[b], r->count(name));
+            if (const JsonValue *r = v.get("bytes")) pl.bytes[b] = r->count(name);
+            if (const JsonValue *r = v.get("peak_bytes")) pl.peak[b] = r->count(name);
         }
         if (const JsonValue *f = v.get("fallbacks"); f && f->kind == JsonValue::Kind::object)
             for (const auto &[reason, n] : f->members)
-                if (n.is_integer && n.integer) s.fallbacks[reason] += n.integer;
+                if (n.is_integer && n.integer) {
+                    s.fallbacks[reason] += n.integer;
+                    pl.fallbacks += n.integer;
+                }
         if (const JsonValue *t = v.get("tiering"); t && t->kind == JsonValue::Kind::object) {
             s.promotions += t->count("promotions");
             s.promoted_bytes += t->count("promoted_bytes");
@@ -37,7 +50,20 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
             s.demoted_bytes += t->count("demoted_bytes");
         }
         s.routing += regions_here > 0;
+        pl.regions = regions_here;
+        s.per_process.push_back(pl);
     }
+    // By RANK as a number, then LOCAL_RANK alone, then neither (each then by pid).
+    auto rank_key = [](const ProcessLine &p) {
+        int kind = !p.rank.empty() ? 0 : !p.local_rank.empty() ? 1 : 2;
+        const std::string &r = kind == 0 ? p.rank : p.local_rank;
+        char *end = nullptr;
+        long n = kind == 2 ? 0 : strtol(r.c_str(), &end, 10);
+        if (kind != 2 && (r.empty() || *end)) n = LONG_MAX; // not a number: after the numbered ones
+        return std::make_tuple(kind, n, p.pid);
+    };
+    std::stable_sort(s.per_process.begin(), s.per_process.end(),
+                     [&](const ProcessLine &a, const ProcessLine &b) { return rank_key(a) < rank_key(b); });
     return s;
 }
 
@@ -76,6 +102,31 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
                       (s.promotions == 1 ? "" : "s") + " to memory (" + human_size(s.promoted_bytes) + "), " +
                       std::to_string(s.demotions) + " demotion" + (s.demotions == 1 ? "" : "s") + " to disk (" +
                       human_size(s.demoted_bytes) + "), in place; the log at info level says why");
+    if (s.processes > 1) {
+        out.push_back("spillway:   by process (bytes placed, peak held at once):");
+        size_t shown = std::min(s.per_process.size(), kMaxProcessLines);
+        for (size_t i = 0; i < shown; i++) {
+            const ProcessLine &p = s.per_process[i];
+            std::string who = "pid " + std::to_string(p.pid);
+            if (!p.rank.empty()) who = "rank " + p.rank + (p.local_rank.empty() ? "" : " (local " + p.local_rank + ")") + " " + who;
+            else if (!p.local_rank.empty()) who = "local rank " + p.local_rank + " " + who;
+            std::string line = "spillway:     " + who + ": " + std::to_string(p.regions) + " region" + (p.regions == 1 ? "" : "s");
+            for (int b = 0; b < 3; b++)
+                if (p.bytes[b] || p.peak[b])
+                    line += std::string(", ") + StatsSummary::kBackings[b] + " " + human_size(p.bytes[b]) + " peak " +
+                            human_size(p.peak[b]);
+            if (p.fallbacks) line += ", " + std::to_string(p.fallbacks) + " fallback" + (p.fallbacks == 1 ? "" : "s");
+            // The program's name without its directory, so the arguments that tell ranks apart fit.
+            std::string cmd = p.cmd;
+            size_t space = cmd.find(' '), slash = cmd.rfind('/', space);
+            if (slash != std::string::npos) cmd = cmd.substr(slash + 1);
+            if (cmd.size() > 60) cmd = cmd.substr(0, 57) + "...";
+            if (!cmd.empty()) line += "  [" + cmd + "]";
+            out.push_back(line);
+        }
+        if (s.per_process.size() > shown)
+            out.push_back("spillway:     ... and " + std::to_string(s.per_process.size() - shown) + " more process(es)");
+    }
     if (s.unreadable)
         out.push_back("spillway:   " + std::to_string(s.unreadable) + " stats line(s) could not be read");
     return out;

@@ -3,7 +3,9 @@
 # gcc, Python copied as is), staged read-only into $WORK/prog.
 
 # resolve_shim [PATH]: sets SHIM to a real file (symlinks resolved, as the
-# file itself is bind-mounted into containers).
+# file itself is bind-mounted into containers), and ENGINE to the
+# libspillway_engine.so beside it, which the shim loads from its own
+# directory (shim/engine_start.h).
 resolve_shim() {
     local given=${1:-${SPILLWAY_SHIM:-}}
     if [ -z "$given" ]; then
@@ -14,12 +16,15 @@ resolve_shim() {
                 || die "meson setup $build failed; see the output of: meson setup $build $REPO"
         fi
         say "building the shim in $build"
-        meson compile -C "$build" shim/spillway:shared_library >"$WORK/build.log" 2>&1 \
-            || die "building the shim failed; run: meson compile -C $build shim/spillway:shared_library"
+        meson compile -C "$build" shim/spillway:shared_library shim/spillway_engine:shared_library \
+            >"$WORK/build.log" 2>&1 \
+            || die "building the shim failed; run: meson compile -C $build shim/spillway:shared_library shim/spillway_engine:shared_library"
         given="$build/shim/libspillway.so"
     fi
     [ -e "$given" ] || die "shim $given does not exist; pass the path to libspillway.so or build it"
     SHIM=$(readlink -f "$given")
+    ENGINE=$(dirname "$SHIM")/libspillway_engine.so
+    [ -f "$ENGINE" ] || die "$ENGINE does not exist; build it beside the shim (meson compile shim/spillway_engine:shared_library)"
     # The shim must load: a broken library would fail every "with" run for
     # the wrong reason.
     LD_PRELOAD="$SHIM" /usr/bin/true || die "$SHIM does not preload cleanly into /usr/bin/true; rebuild it"

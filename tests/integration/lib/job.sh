@@ -50,6 +50,7 @@ job_start() {
         -v /usr:/usr:ro -v /etc/alternatives:/etc/alternatives:ro
         -v "$HERE/lib/in-container.sh:/harness/run-job.sh:ro"
         -v "$SHIM:/opt/spillway/libspillway.so:ro"
+        -v "$ENGINE:/opt/spillway/libspillway_engine.so:ro"
         -v "$PROG:/prog:ro"
         -v "$JOB_DIR/out:/out"
         -v "$spill:/spill"

@@ -1,0 +1,81 @@
+// settings_check.h — how `spillway run` tells the processes it starts that
+// their settings were already judged, so the front may start the engine
+// lazily even though settings are given (engine_start.h).
+//
+// The runner judges the settings with the shim's own code (exit 78 before
+// anything runs), then sets SPILLWAY_CHECKED=<threshold>:<log level>:<hash>
+// in the child's environment. The hash covers the six setting variables as
+// the child sees them and, for SPILLWAY_CONFIG, the file's device, inode,
+// size and modification time. A process whose settings differ in any of
+// these (a child that changes SPILLWAY_THRESHOLD, an edited config file)
+// computes another hash and judges its settings at start-up, as without a
+// runner. The threshold and level are the judged ones, for the front to use
+// until the engine starts.
+//
+// Invariant: libc only (the front and the command-line tool both include
+// it); the same environment and file always give the same hash.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace spillway {
+
+constexpr const char *kCheckedMarker = "SPILLWAY_CHECKED";
+
+// The variables that configure the shim, in hashing order.
+constexpr const char *kSettingVariables[] = {"SPILLWAY_CONFIG", "SPILLWAY_DIR",    "SPILLWAY_THRESHOLD",
+                                             "SPILLWAY_POLICY", "SPILLWAY_LOG",    "SPILLWAY_STATS"};
+
+inline uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = static_cast<const unsigned char *>(data);
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+// lookup(ctx, name) returns the variable's value or nullptr; an empty value
+// counts as unset, as the shim reads them.
+inline uint64_t settings_hash(const char *(*lookup)(void *ctx, const char *name), void *ctx) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *name : kSettingVariables) {
+        const char *v = lookup(ctx, name);
+        if (v && !*v) v = nullptr;
+        h = fnv1a(h, name, strlen(name) + 1);
+        h = v ? fnv1a(h, v, strlen(v) + 1) : fnv1a(h, "\x01", 1);
+        if (v && strcmp(name, "SPILLWAY_CONFIG") == 0) {
+            struct stat st;
+            uint64_t id[5] = {0, 0, 0, 0, 0};
+            if (stat(v, &st) == 0) {
+                id[0] = (uint64_t)st.st_dev;
+                id[1] = (uint64_t)st.st_ino;
+                id[2] = (uint64_t)st.st_size;
+                id[3] = (uint64_t)st.st_mtim.tv_sec;
+                id[4] = (uint64_t)st.st_mtim.tv_nsec;
+            }
+            h = fnv1a(h, id, sizeof id);
+        }
+    }
+    return h;
+}
+
+// "<threshold>:<level>:<hash>" (level: LogLevel's number).
+inline void format_checked(char *out, size_t cap, uint64_t threshold, int level, uint64_t hash) {
+    snprintf(out, cap, "%llu:%d:%016llx", (unsigned long long)threshold, level, (unsigned long long)hash);
+}
+
+// Parses a marker; false if it is not one.
+inline bool parse_checked(const char *text, uint64_t *threshold, int *level, uint64_t *hash) {
+    if (!text) return false;
+    unsigned long long t = 0, h = 0;
+    int l = 0, used = 0;
+    if (sscanf(text, "%llu:%d:%16llx%n", &t, &l, &h, &used) != 3 || text[used] != '\0') return false;
+    *threshold = t;
+    *level = l;
+    *hash = h;
+    return true;
+}
+
+} // namespace spillway

@@ -1,0 +1,265 @@
+// test_top.cpp — the pieces of `spillway top`: /proc and cgroup parsers (v1
+// and v2), the live snapshot reader, rates between two samples, the frame
+// (what a user reads, and no escape sequence without colour) and the JSON
+// line `run --record` writes.
+#include "cgroup_figures.h"
+#include "job_sample.h"
+#include "json.h"
+#include "live_snapshot.h"
+#include "proc_figures.h"
+#include "top_frame.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <sys/mman.h>
+#include <unistd.h>
+
+using namespace spillway::cli;
+
+namespace {
+
+std::string joined(const std::vector<std::string> &lines) {
+    std::string out;
+    for (const std::string &l : lines) out += l + "\n";
+    return out;
+}
+
+const char kSnapshot[] =
+    "{\"pid\":4242,\"mono_ns\":5000000000,\"live_bytes\":{\"disk\":67108864,\"memory\":0,\"anon\":0},"
+    "\"peak_bytes\":{\"disk\":67108864,\"memory\":0,\"anon\":0},\"fallbacks\":2,\"regions\":["
+    "{\"start\":140000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"random\",\"phase_ms\":2500,"
+    "\"advice\":\"random\",\"fault_pages_s\":300},"
+    "{\"start\":150000000000,\"len\":8388608,\"backing\":\"memory\",\"phase\":\"undecided\",\"phase_ms\":0,"
+    "\"advice\":\"normal\",\"fault_pages_s\":0}],\"unlisted\":3}\n";
+
+JobSample sample_at(uint64_t mono_ns, uint64_t majflt, uint64_t read_bytes, uint64_t cg_majfault) {
+    JobSample s;
+    s.mono_ns = mono_ns;
+    ProcessSample p;
+    p.pid = 4242;
+    p.comm = "python3";
+    p.rank = "1";
+    p.local_rank = "1";
+    p.cgroup = "/job";
+    p.counters_known = true;
+    p.counters.majflt = majflt;
+    p.counters.read_bytes = read_bytes;
+    p.counters.io_known = true;
+    p.has_snapshot = true;
+    auto snap = parse_live_snapshot(kSnapshot);
+    REQUIRE(snap);
+    p.unlisted = snap->unlisted;
+    p.fallbacks = snap->fallbacks;
+    for (const LiveRegionView &r : snap->regions) p.regions.push_back(RegionSample{r, r.len / 4});
+    s.processes.push_back(p);
+    CgroupSample c;
+    c.figures.name = "/job";
+    c.figures.dir = "/sys/fs/cgroup/job";
+    c.figures.version = 2;
+    c.figures.known = true;
+    c.figures.usage = 768ull << 20;
+    c.figures.limit = 1ull << 30;
+    c.figures.anon = 100ull << 20;
+    c.figures.file = 600ull << 20;
+    c.figures.majfault = cg_majfault;
+    c.figures.psi_scope = "cgroup";
+    c.figures.psi_some10 = 12.5;
+    s.cgroups.push_back(c);
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel writes them") {
+    ProcCounters c;
+    // comm with a space and a parenthesis: fields are counted from the last ')'.
+    REQUIRE(parse_stat("123 (a b) c) S 77 123 123 0 -1 4194560 1500 0 42 0 9 1 0 0 20 0 1 0", c));
+    CHECK(c.ppid == 77);
+    CHECK(c.minflt == 1500);
+    CHECK(c.majflt == 42);
+    CHECK_FALSE(parse_stat("garbage", c));
+    uint64_t rb = 0;
+    REQUIRE(parse_io("rchar: 10\nwchar: 0\nsyscr: 1\nsyscw: 0\nread_bytes: 8192\nwrite_bytes: 0\n", rb));
+    CHECK(rb == 8192);
+
+    auto vmas = parse_smaps("7f0000000000-7f0000400000 rw-s 00000000 fd:01 12 /spill/#12 (deleted)\n"
+                            "Size:               4096 kB\nRss:                1024 kB\nPss: 1024 kB\n"
+                            "7f0000400000-7f0000800000 rw-p 00000000 00:00 0 \nSize: 4096 kB\nRss: 2048 kB\n");
+    REQUIRE(vmas.size() == 2);
+    CHECK(vmas[0].start == 0x7f0000000000ull);
+    CHECK(vmas[0].rss == 1024 * 1024);
+    CHECK(resident_in(vmas, 0x7f0000000000ull, 4 << 20) == 1024 * 1024);
+    CHECK(resident_in(vmas, 0x7f0000000000ull, 8 << 20) == 3 * 1024 * 1024);
+    CHECK(resident_in(vmas, 0x7f0000600000ull, 2 << 20) == 1024 * 1024); // half of the second, pro rata
+    CHECK(resident_in(vmas, 0x100000, 4096) == 0);
+    CHECK(is_mapped(vmas, 0x7f0000000000ull, 8 << 20)); // two adjacent mappings
+    CHECK(is_mapped(vmas, 0x7f0000200000ull, 1 << 20));
+    CHECK_FALSE(is_mapped(vmas, 0x7f0000600000ull, 4 << 20)); // runs past the end: freed meanwhile
+    CHECK_FALSE(is_mapped(vmas, 0x100000, 4096));
+
+    std::string env("PATH=/bin\0RANK=3\0LOCAL_RANK=1\0RANKING=no\0", 41);
+    auto vars = parse_environ(env, {"RANK", "LOCAL_RANK", "WORLD_SIZE"});
+    CHECK(vars.size() == 2);
+    CHECK(vars["RANK"] == "3");
+    CHECK(vars["LOCAL_RANK"] == "1");
+
+    CHECK(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /usr/lib/libspillway.so\n"));
+    CHECK(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /build/shim/libspillway.so.0\n"));
+    CHECK_FALSE(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /usr/lib/libspillwayish.so\n"));
+}
+
+TEST_CASE("top: the memory cgroup is found and read for v1 and v2") {
+    int version = 0;
+    std::string name;
+    REQUIRE(parse_cgroup_membership("12:pids:/\n4:memory:/job/a\n0::/\n", version, name));
+    CHECK(version == 1);
+    CHECK(name == "/job/a");
+    REQUIRE(parse_cgroup_membership("0::/kubepods/pod1/c1\n", version, name));
+    CHECK(version == 2);
+    CHECK(name == "/kubepods/pod1/c1");
+    REQUIRE(parse_cgroup_membership("5:cpu,memory:/x\n", version, name)); // co-mounted controllers
+    CHECK(version == 1);
+    CHECK_FALSE(parse_cgroup_membership("3:cpu:/x\n", version, name));
+
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/job/a") == "/sys/fs/cgroup/memory/job/a");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/") == "/sys/fs/cgroup/memory");
+    CHECK(cgroup_dir("/sys/fs/cgroup", "/", "/") == "/sys/fs/cgroup");
+    // Docker, cgroup v1, no namespace: its own group is the mount's root.
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc") == "/sys/fs/cgroup/memory");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc/sub") == "/sys/fs/cgroup/memory/sub");
+    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/elsewhere") == "/sys/fs/cgroup/memory");
+
+    CgroupFigures v1;
+    parse_memory_stat("cache 10\nrss 20\nshmem 1\ndirty 2\nwriteback 3\npgmajfault 4\n"
+                      "total_cache 100\ntotal_rss 200\ntotal_shmem 5\ntotal_dirty 6\ntotal_writeback 7\n"
+                      "total_pgmajfault 8\ntotal_workingset_refault_file 9\n",
+                      1, v1);
+    CHECK(v1.file == 100);
+    CHECK(v1.anon == 200);
+    CHECK(v1.shmem == 5);
+    CHECK(v1.dirty == 6);
+    CHECK(v1.writeback == 7);
+    CHECK(v1.majfault == 8);
+    CHECK(v1.refault_file == 9);
+    CgroupFigures v2;
+    parse_memory_stat("anon 11\nfile 22\nshmem 3\nfile_dirty 4\nfile_writeback 5\npgmajfault 6\n"
+                      "workingset_refault_file 7\n",
+                      2, v2);
+    CHECK(v2.anon == 11);
+    CHECK(v2.file == 22);
+    CHECK(v2.dirty == 4);
+    CHECK(v2.writeback == 5);
+    CHECK(v2.majfault == 6);
+    CHECK(v2.refault_file == 7);
+
+    double some = 0, full = 0;
+    REQUIRE(parse_psi("some avg10=16.49 avg60=12.79 avg300=5.16 total=262647447\n"
+                      "full avg10=8.54 avg60=7.42 avg300=3.18 total=77358758\n",
+                      some, full));
+    CHECK(some == Approx(16.49));
+    CHECK(full == Approx(8.54));
+    CHECK_FALSE(parse_psi("", some, full));
+
+    // This process's own group, read for real: whichever version the host has.
+    CgroupFigures mine = locate_cgroup(getpid());
+    REQUIRE(mine.version != 0);
+    read_cgroup_figures(mine);
+    if (mine.name != "/" || mine.version == 1) CHECK(mine.known);
+}
+
+TEST_CASE("top: a live snapshot is read whole, or not at all") {
+    auto s = parse_live_snapshot(kSnapshot);
+    REQUIRE(s);
+    CHECK(s->pid == 4242);
+    CHECK(s->unlisted == 3);
+    CHECK(s->fallbacks == 2);
+    CHECK(s->live_bytes[0] == 67108864);
+    REQUIRE(s->regions.size() == 2);
+    CHECK(s->regions[0].phase == "random");
+    CHECK(s->regions[0].advice == "random");
+    CHECK(s->regions[0].phase_ms == 2500);
+    CHECK(s->regions[0].fault_pages_s == 300);
+    CHECK(s->regions[1].backing == "memory");
+    std::string cut(kSnapshot);
+    CHECK_FALSE(parse_live_snapshot(cut.substr(0, cut.size() / 2)));
+    CHECK_FALSE(find_live_snapshot(getpid())); // the test process runs no shim
+}
+
+TEST_CASE("top: the snapshot is found in the process's spillway-live memfd, and only its own") {
+    CHECK(is_live_memfd_link("/memfd:spillway-live (deleted)"));
+    CHECK_FALSE(is_live_memfd_link("/memfd:spillway (deleted)"));
+    CHECK_FALSE(is_live_memfd_link("/spill/spillway-live (deleted)"));
+    int fd = memfd_create("spillway-live", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    std::string mine = kSnapshot;
+    mine.replace(mine.find("4242"), 4, std::to_string(getpid()));
+    REQUIRE(pwrite(fd, mine.data(), mine.size(), 0) == (ssize_t)mine.size());
+    auto s = find_live_snapshot(getpid());
+    REQUIRE(s);
+    CHECK(s->regions.size() == 2);
+    // A parent's snapshot inherited across fork names another pid: not ours.
+    REQUIRE(ftruncate(fd, 0) == 0);
+    REQUIRE(pwrite(fd, kSnapshot, strlen(kSnapshot), 0) == (ssize_t)strlen(kSnapshot));
+    CHECK_FALSE(find_live_snapshot(getpid()));
+    close(fd);
+}
+
+TEST_CASE("top: rates come from two samples; the frame shows them, plainly without colour") {
+    JobSample first = sample_at(1'000'000'000, 100, 4096 * 100, 1000);
+    derive(first, JobSample{});
+    CHECK(first.processes[0].majflt_per_s < 0); // no previous sample: unknown
+    CHECK(first.processes[0].count[0] == 1);
+    CHECK(first.processes[0].reserved[0] == 67108864);
+    CHECK(first.processes[0].resident[0] == 67108864 / 4);
+    CHECK(first.processes[0].count[1] == 1);
+
+    JobSample second = sample_at(3'000'000'000, 300, 4096 * 100 + 200 * 8192, 1600);
+    derive(second, first);
+    CHECK(second.processes[0].majflt_per_s == Approx(100));
+    CHECK(second.processes[0].bytes_per_fault == Approx(8192));
+    CHECK(second.cgroups[0].majfault_per_s == Approx(300));
+
+    FrameStyle plain;
+    std::string frame = joined(render_frame(second, plain));
+    CHECK(frame.find('\033') == std::string::npos);
+    CHECK(frame.find("spillway top: 1 process under the shim") != std::string::npos);
+    CHECK(frame.find("cgroup /job (v2): 768MiB of 1.00GiB (75%)") != std::string::npos);
+    CHECK(frame.find("anon 100MiB  file 600MiB") != std::string::npos);
+    CHECK(frame.find("major faults/s 300") != std::string::npos);
+    CHECK(frame.find("PSI (cgroup) some 12.50%") != std::string::npos);
+    CHECK(frame.find("4242     1      python3") != std::string::npos);
+    CHECK(frame.find("100     8.00KiB  16.0MiB/64.0MiB (1)") != std::string::npos);
+    CHECK(frame.find("disk   res/reserved 16.0MiB/64.0MiB") != std::string::npos);
+    CHECK(frame.find("phase random 2.5s  advice random  faulted 300 pages/s") != std::string::npos);
+    CHECK(frame.find("... 3 more regions") != std::string::npos);
+    CHECK(frame.find("fallbacks so far: 2") != std::string::npos);
+
+    FrameStyle coloured;
+    coloured.color = true;
+    CHECK(joined(render_frame(second, coloured)).find("\033[") != std::string::npos);
+
+    JobSample none;
+    CHECK(joined(render_frame(none, plain)).find("no process maps libspillway.so") != std::string::npos);
+}
+
+TEST_CASE("top: a sample is one JSON line that reads back") {
+    JobSample first = sample_at(1'000'000'000, 100, 0, 1000);
+    JobSample second = sample_at(2'000'000'000, 150, 0, 1000);
+    derive(second, first);
+    std::string line = sample_json(second, 500'000'000);
+    CHECK(line.find('\n') == std::string::npos);
+    JsonValue v;
+    std::string error;
+    REQUIRE(parse_json(line, v, error));
+    CHECK(v.get("t")->number == Approx(1.5));
+    const JsonValue *cg = &v.get("cgroups")->items.at(0);
+    CHECK(cg->count("limit") == (1ull << 30));
+    CHECK(cg->count("usage") == (768ull << 20));
+    const JsonValue *p = &v.get("processes")->items.at(0);
+    CHECK(p->count("pid") == 4242);
+    CHECK(p->get("rank")->text == "1");
+    CHECK(p->get("majflt_s")->number == Approx(50));
+    CHECK(p->get("regions")->items.size() == 2);
+    CHECK(p->get("regions")->items[0].get("phase")->text == "random");
+}

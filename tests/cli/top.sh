@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# top.sh SPILLWAY — `spillway top` on a real job under the shim: --once shows
+# the job's pid with its rank, its disk region (resident/reserved, phase,
+# advice) and its cgroup line with PSI; --pid keeps to one process tree;
+# colour only on a terminal and never with NO_COLOR; the live view quits on
+# q and on Ctrl-C with the terminal's settings and cursor restored.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+spillway=$1
+make_scratch
+spill="$SCRATCH/spill"
+py=/usr/bin/python3
+
+# The job: a 16 MiB bytearray (a disk region at a 1 MiB threshold), touched
+# at random until told to stop.
+cat >"$SCRATCH/job.py" <<'PY'
+import os, random, sys, time
+b = bytearray(16 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+deadline = time.time() + 60
+while not os.path.exists(sys.argv[2]) and time.time() < deadline:
+    for _ in range(500): b[random.randrange(len(b))] += 1
+    time.sleep(0.02)
+PY
+RANK=2 LOCAL_RANK=0 "$spillway" run -q --dir "$spill" --threshold 1MiB -- \
+    "$py" "$SCRATCH/job.py" "$SCRATCH/pid" "$SCRATCH/stop" &
+runner=$!
+trap 'touch "$SCRATCH/stop"; wait; rm -rf "$SCRATCH"' EXIT
+for _ in $(seq 100); do [ -s "$SCRATCH/pid" ] && break; sleep 0.1; done
+[ -s "$SCRATCH/pid" ] || fail "the job did not start"
+pid=$(cat "$SCRATCH/pid")
+# The shim's live snapshot: a memfd the job holds (nothing in the spill directory).
+has_snapshot() { ls -l "/proc/$pid/fd" 2>/dev/null | grep -q '/memfd:spillway-live (deleted)'; }
+for _ in $(seq 100); do has_snapshot && break; sleep 0.1; done
+has_snapshot || fail "pid $pid holds no spillway-live memfd"
+
+out=$("$spillway" top --once --pid "$runner"); expect_status 0 $? "top --once"
+line=$(printf '%s\n' "$out" | grep -E "^$pid +2 +python3 ") || fail "no line for pid $pid with rank 2 in: $out"
+expect_contains "$line" "16.0MiB (1)" "the process's disk bytes (resident/reserved, 1 region)"
+region=$(printf '%s\n' "$out" | grep -E "^    region 0x[0-9a-f]+ disk +res/reserved [0-9.]+[KMG]?i?B/16.0MiB +phase ") ||
+    fail "no disk region line in: $out"
+expect_contains "$region" "advice random" "the disk region's advice"
+printf '%s\n' "$out" | grep -qE "^cgroup /.* \(v[12]\): " || fail "no cgroup line in: $out"
+expect_contains "$out" "PSI (" "PSI figures"
+expect_contains "$out" "spillway top: 1 process under the shim" "--pid keeps to the job's tree"
+case "$out" in *$'\033'*) fail "escape sequences in output to a pipe" ;; esac
+out=$("$spillway" top --once); expect_status 0 $? "top --once, every process"
+printf '%s\n' "$out" | grep -qE "^$pid +2 +python3 " || fail "top without --pid misses pid $pid: $out"
+
+# Colour on a terminal, none with NO_COLOR.
+tty_out=$(script -qec "$spillway top --once --pid $pid" /dev/null </dev/null)
+expect_contains "$tty_out" $'\033[1m' "colour on a terminal"
+tty_out=$(NO_COLOR=1 script -qec "$spillway top --once --pid $pid" /dev/null </dev/null)
+case "$tty_out" in *$'\033'*) fail "escape sequences with NO_COLOR: $tty_out" ;; esac
+
+# The live view: q and Ctrl-C both end it with status 0, the terminal's
+# settings as they were and the cursor shown again.
+for key in q $'\003'; do
+    live=$( (sleep 2.5; printf '%s' "$key") |
+        timeout 20 script -qec "stty -g; $spillway top --pid $pid; echo status=\$?; stty -g" /dev/null)
+    expect_status 0 $? "live view ($(printf '%q' "$key"))"
+    expect_contains "$live" "status=0" "live view exit status ($(printf '%q' "$key"))"
+    expect_contains "$live" $'\033[?25l' "cursor hidden while live"
+    printf '%s' "${live#*$'\033[?25l'}" | grep -q $'\033\\[?25h' || fail "cursor not shown again after $(printf '%q' "$key")"
+    expect_contains "$live" "spillway top: 1 process under the shim" "live frame"
+    settings=$(printf '%s\n' "$live" | tr -d '\r' | grep -E '^[0-9a-f]+(:[0-9a-f]+){20,}$')
+    [ "$(printf '%s\n' "$settings" | wc -l)" = 2 ] || fail "stty -g lines not found: $live"
+    [ "$(printf '%s\n' "$settings" | sort -u | wc -l)" = 1 ] || fail "terminal settings changed: $settings"
+done
+
+touch "$SCRATCH/stop"
+wait "$runner"; expect_status 0 $? "the job"
+[ -z "$(ls -A "$spill")" ] || fail "the spill directory is not empty after the job: $(ls -A "$spill")"
+echo "top: ok"

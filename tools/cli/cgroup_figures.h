@@ -1,0 +1,49 @@
+// cgroup_figures.h — a process's memory cgroup and its figures, v1 or v2:
+// usage against the limit, anon/file/shmem/dirty/writeback, major faults
+// and file refaults (cumulative, for rates), and memory pressure (PSI).
+//
+// Where: /proc/PID/cgroup names the group; a v1 "memory" line wins (the
+// memory controller is there on a hybrid host), else the v2 "0::" line.
+// The hierarchy's mount points come from /proc/self/mountinfo; inside a
+// container without a cgroup namespace the mount's root is the container's
+// own group, which the name then starts with.
+//
+// Invariant: a figure the kernel does not offer is absent (known = false,
+// or psi_scope empty), never zero; v1 has no per-group PSI, so there the
+// system-wide /proc/pressure/memory is shown and labelled "system".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+namespace spillway::cli {
+
+struct CgroupFigures {
+    std::string name; // as /proc/PID/cgroup shows it, e.g. "/job" ("/" for the root)
+    std::string dir;  // where its files are
+    int version = 0;  // 1 or 2; 0 when not found
+    bool known = false;
+    uint64_t usage = 0, limit = 0; // limit 0: none
+    uint64_t anon = 0, file = 0, shmem = 0, dirty = 0, writeback = 0;
+    uint64_t majfault = 0, refault_file = 0; // cumulative
+    std::string psi_scope;                   // "cgroup", "system" or "" (none)
+    double psi_some10 = 0, psi_full10 = 0;   // avg10, percent
+};
+
+// Finds pid's memory cgroup (name, dir, version); figures not yet read.
+CgroupFigures locate_cgroup(pid_t pid);
+// Reads the figures of a located cgroup.
+void read_cgroup_figures(CgroupFigures &c);
+
+// Where the files of group `name` are, for a hierarchy whose directory
+// `root` is mounted at `point` (mountinfo's fields 4 and 5).
+std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name);
+
+// Parsers, for tests.
+bool parse_cgroup_membership(std::string_view proc_cgroup, int &version, std::string &name);
+void parse_memory_stat(std::string_view text, int version, CgroupFigures &c);
+bool parse_psi(std::string_view text, double &some10, double &full10);
+
+} // namespace spillway::cli

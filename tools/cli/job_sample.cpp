@@ -1,0 +1,147 @@
+// job_sample.cpp — see job_sample.h.
+#include "job_sample.h"
+
+#include "json.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <set>
+
+namespace spillway::cli {
+
+uint64_t monotonic_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int backing_index(const std::string &name) {
+    return name == "disk" ? 0 : name == "memory" ? 1 : name == "anon" ? 2 : -1;
+}
+
+void derive(JobSample &now, const JobSample &previous) {
+    double dt = previous.mono_ns && now.mono_ns > previous.mono_ns ? (now.mono_ns - previous.mono_ns) / 1e9 : 0;
+    std::map<pid_t, const ProcessSample *> before;
+    for (const ProcessSample &p : previous.processes) before[p.pid] = &p;
+    for (ProcessSample &p : now.processes) {
+        for (int b = 0; b < 3; b++) p.count[b] = p.reserved[b] = p.resident[b] = 0;
+        for (const RegionSample &r : p.regions) {
+            int b = backing_index(r.live.backing);
+            if (b < 0) continue;
+            p.count[b]++;
+            p.reserved[b] += r.live.len;
+            p.resident[b] += r.resident;
+        }
+        auto it = before.find(p.pid);
+        if (dt <= 0 || it == before.end() || !p.counters_known || !it->second->counters_known) continue;
+        const ProcCounters &a = it->second->counters, &b = p.counters;
+        uint64_t faults = b.majflt >= a.majflt ? b.majflt - a.majflt : 0;
+        p.majflt_per_s = faults / dt;
+        if (faults && a.io_known && b.io_known && b.read_bytes >= a.read_bytes)
+            p.bytes_per_fault = (double)(b.read_bytes - a.read_bytes) / (double)faults;
+    }
+    std::map<std::string, const CgroupSample *> cg_before;
+    for (const CgroupSample &c : previous.cgroups) cg_before[c.figures.dir] = &c;
+    for (CgroupSample &c : now.cgroups) {
+        auto it = cg_before.find(c.figures.dir);
+        if (dt <= 0 || it == cg_before.end() || !c.figures.known || !it->second->figures.known) continue;
+        const CgroupFigures &a = it->second->figures, &b = c.figures;
+        c.majfault_per_s = b.majfault >= a.majfault ? (b.majfault - a.majfault) / dt : 0;
+        c.refault_per_s = b.refault_file >= a.refault_file ? (b.refault_file - a.refault_file) / dt : 0;
+    }
+}
+
+JobSample JobSampler::take() {
+    JobSample s;
+    std::map<std::string, CgroupFigures> groups; // by dir
+    std::set<pid_t> tree;
+    if (root_) tree = process_tree(root_);
+    for (pid_t pid : shim_processes(root_ ? &tree : nullptr)) {
+        ProcessSample p;
+        p.pid = pid;
+        p.comm = read_comm(pid);
+        p.counters_known = read_counters(pid, p.counters);
+        if (!p.counters_known) continue; // it exited while we looked
+        auto env = environ_cache_.find(pid);
+        if (env == environ_cache_.end())
+            env = environ_cache_.emplace(pid, read_environ(pid, {"RANK", "LOCAL_RANK"})).first;
+        if (auto r = env->second.find("RANK"); r != env->second.end()) p.rank = r->second;
+        if (auto r = env->second.find("LOCAL_RANK"); r != env->second.end()) p.local_rank = r->second;
+        if (auto snap = find_live_snapshot(pid)) {
+            p.has_snapshot = true;
+            p.unlisted = snap->unlisted;
+            p.fallbacks = snap->fallbacks;
+            std::vector<Vma> vmas = read_smaps(pid);
+            // The snapshot may be up to a second old: a region freed since is no longer mapped.
+            for (const LiveRegionView &r : snap->regions)
+                if (is_mapped(vmas, r.start, r.len)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
+        }
+        CgroupFigures cg = locate_cgroup(pid);
+        p.cgroup = cg.name;
+        if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;
+        s.processes.push_back(std::move(p));
+    }
+    for (auto &[dir, cg] : groups) {
+        read_cgroup_figures(cg);
+        s.cgroups.push_back(CgroupSample{cg});
+    }
+    s.mono_ns = monotonic_ns();
+    derive(s, previous_);
+    // Forget the environment of processes that are gone (pids are reused).
+    std::set<pid_t> seen;
+    for (const ProcessSample &p : s.processes) seen.insert(p.pid);
+    for (auto it = environ_cache_.begin(); it != environ_cache_.end();)
+        it = seen.count(it->first) ? std::next(it) : environ_cache_.erase(it);
+    previous_ = s;
+    return s;
+}
+
+static std::string rate(double v) {
+    if (v < 0) return "null";
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+}
+
+std::string sample_json(const JobSample &s, uint64_t start_ns) {
+    auto n = [](uint64_t v) { return std::to_string(v); };
+    char t[32];
+    snprintf(t, sizeof t, "%.3f", s.mono_ns > start_ns ? (s.mono_ns - start_ns) / 1e9 : 0.0);
+    std::string out = std::string("{\"t\":") + t + ",\"cgroups\":[";
+    for (size_t i = 0; i < s.cgroups.size(); i++) {
+        const CgroupFigures &c = s.cgroups[i].figures;
+        char psi[96] = "null";
+        if (!c.psi_scope.empty())
+            snprintf(psi, sizeof psi, "{\"scope\":\"%s\",\"some10\":%.2f,\"full10\":%.2f}", c.psi_scope.c_str(),
+                     c.psi_some10, c.psi_full10);
+        out += std::string(i ? "," : "") + "{\"name\":" + json_quote(c.name) + ",\"version\":" + n(c.version) +
+               ",\"known\":" + (c.known ? "true" : "false") + ",\"usage\":" + n(c.usage) + ",\"limit\":" +
+               n(c.limit) + ",\"anon\":" + n(c.anon) + ",\"file\":" + n(c.file) + ",\"shmem\":" + n(c.shmem) +
+               ",\"dirty\":" + n(c.dirty) + ",\"writeback\":" + n(c.writeback) + ",\"majfault_s\":" +
+               rate(s.cgroups[i].majfault_per_s) + ",\"refault_s\":" + rate(s.cgroups[i].refault_per_s) +
+               ",\"psi\":" + psi + "}";
+    }
+    out += "],\"processes\":[";
+    for (size_t i = 0; i < s.processes.size(); i++) {
+        const ProcessSample &p = s.processes[i];
+        out += std::string(i ? "," : "") + "{\"pid\":" + n((uint64_t)p.pid) + ",\"comm\":" + json_quote(p.comm) +
+               ",\"rank\":" + (p.rank.empty() ? "null" : json_quote(p.rank)) + ",\"local_rank\":" +
+               (p.local_rank.empty() ? "null" : json_quote(p.local_rank)) + ",\"cgroup\":" + json_quote(p.cgroup) +
+               ",\"majflt\":" + n(p.counters.majflt) + ",\"read_bytes\":" +
+               (p.counters.io_known ? n(p.counters.read_bytes) : "null") + ",\"majflt_s\":" + rate(p.majflt_per_s) +
+               ",\"bytes_per_fault\":" + rate(p.bytes_per_fault) + ",\"snapshot\":" +
+               (p.has_snapshot ? "true" : "false") + ",\"fallbacks\":" + n(p.fallbacks) + ",\"regions\":[";
+        for (size_t j = 0; j < p.regions.size(); j++) {
+            const RegionSample &r = p.regions[j];
+            out += std::string(j ? "," : "") + "{\"start\":" + n(r.live.start) + ",\"len\":" + n(r.live.len) +
+                   ",\"resident\":" + n(r.resident) + ",\"backing\":" + json_quote(r.live.backing) +
+                   ",\"phase\":" + json_quote(r.live.phase) + ",\"advice\":" + json_quote(r.live.advice) +
+                   ",\"fault_pages_s\":" + n(r.live.fault_pages_s) + "}";
+        }
+        out += "],\"unlisted\":" + n(p.unlisted) + "}";
+    }
+    return out + "]}";
+}
+
+} // namespace spillway::cli

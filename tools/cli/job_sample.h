@@ -1,0 +1,83 @@
+// job_sample.h — one look at every process running under the shim (or at
+// one process tree): per process its regions (backing, reserved, resident,
+// phase, advice, fault rate), its major faults per second and bytes read
+// per fault, and per memory cgroup its figures. `spillway top` draws it;
+// `spillway run --record` writes it as a JSON line.
+//
+// Rates come from the previous sample of the same sampler (first sample:
+// unknown, shown as "-"); bytes read per major fault is the process's
+// /proc/PID/io read_bytes over its majflt in the interval, the kernel's own
+// attribution of block reads to the task.
+//
+// Invariant: every figure comes from the kernel (/proc, the cgroup files)
+// or the shim's live snapshot, and one that could not be read is marked
+// unknown (negative rate, has_snapshot = false, known = false), never 0.
+#pragma once
+
+#include "cgroup_figures.h"
+#include "live_snapshot.h"
+#include "proc_figures.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace spillway::cli {
+
+struct RegionSample {
+    LiveRegionView live;
+    uint64_t resident = 0;
+};
+
+struct ProcessSample {
+    pid_t pid = 0;
+    std::string comm, rank, local_rank; // rank fields: "" when the variable is not set
+    std::string cgroup;                 // CgroupFigures::name
+    ProcCounters counters;
+    bool counters_known = false;
+    double majflt_per_s = -1;    // unknown on the first sample
+    double bytes_per_fault = -1; // unknown without faults in the interval, or without /proc/PID/io
+    bool has_snapshot = false;
+    uint64_t unlisted = 0, fallbacks = 0;
+    std::vector<RegionSample> regions;
+    // By backing (0 disk, 1 memory, 2 anon), from the listed regions.
+    uint64_t count[3] = {}, reserved[3] = {}, resident[3] = {};
+};
+
+struct CgroupSample {
+    CgroupFigures figures;
+    double majfault_per_s = -1, refault_per_s = -1; // pages per second
+};
+
+struct JobSample {
+    uint64_t mono_ns = 0;
+    std::vector<ProcessSample> processes; // ascending pid
+    std::vector<CgroupSample> cgroups;    // each cgroup of a process above, once
+};
+
+int backing_index(const std::string &name); // disk 0, memory 1, anon 2, else -1
+
+class JobSampler {
+  public:
+    // root 0: every process under the shim; else only root and its descendants.
+    explicit JobSampler(pid_t root = 0) : root_(root) {}
+    JobSample take();
+
+  private:
+    pid_t root_;
+    JobSample previous_;
+    std::map<pid_t, std::map<std::string, std::string>> environ_cache_;
+};
+
+// Fills the per-backing sums and rates of `now` from the raw figures and the
+// previous sample (exposed for tests).
+void derive(JobSample &now, const JobSample &previous);
+
+// The sample as one JSON line (no newline); start_ns is the recording's start.
+std::string sample_json(const JobSample &s, uint64_t start_ns);
+
+uint64_t monotonic_ns();
+
+} // namespace spillway::cli

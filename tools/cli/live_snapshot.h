@@ -1,0 +1,45 @@
+// live_snapshot.h — reads the shim's live snapshot of a running process
+// (shim/stats_live.h: a memfd named "spillway-live" that the process keeps
+// open): each region's range, backing, phase, advice and fault rate.
+//
+// Where: the descriptor of /proc/PID/fd whose link reads
+// "/memfd:spillway-live (deleted)", opened through /proc/PID/fd/N (which
+// also works across mount namespaces, into containers).
+//
+// Invariant: a snapshot is believed only when two reads in a row give the
+// same text, it parses and it names the pid asked for (a fork child may
+// still hold its parent's memfd; the writer may be halfway through a
+// rewrite); a missing one is reported as missing (the process has no disk
+// region yet, so its sampler does not run, or it is not ours to read).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace spillway::cli {
+
+struct LiveRegionView {
+    uint64_t start = 0, len = 0;
+    std::string backing, phase, advice;
+    uint64_t phase_ms = 0;
+    uint64_t fault_pages_s = 0;
+};
+
+struct LiveSnapshot {
+    pid_t pid = 0;
+    uint64_t mono_ns = 0;
+    uint64_t live_bytes[3] = {}, peak_bytes[3] = {}; // disk, memory, anon
+    uint64_t fallbacks = 0;
+    uint64_t unlisted = 0;
+    std::vector<LiveRegionView> regions;
+};
+
+std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text);
+std::optional<LiveSnapshot> find_live_snapshot(pid_t pid);
+// Whether a /proc/PID/fd link target is the shim's live memfd.
+bool is_live_memfd_link(const std::string &target);
+
+} // namespace spillway::cli

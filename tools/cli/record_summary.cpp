@@ -1,0 +1,210 @@
+// record_summary.cpp — see record_summary.h.
+#include "record_summary.h"
+
+#include "cli.h"
+#include "json.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace spillway::cli {
+
+namespace {
+
+double number(const JsonValue *v) { return v && v->kind == JsonValue::Kind::number ? v->number : 0; }
+std::string text(const JsonValue *v) { return v && v->kind == JsonValue::Kind::string ? v->text : ""; }
+
+struct LastSeen {
+    double t = 0;
+    uint64_t majflt = 0, read = 0;
+    bool read_known = false;
+};
+
+void add_sample(RecordSummary &s, const JsonValue &v, std::map<long, LastSeen> &last) {
+    double t = number(v.get("t"));
+    s.samples++;
+    s.last_t = std::max(s.last_t, t);
+    if (const JsonValue *cgs = v.get("cgroups"))
+        for (const JsonValue &c : cgs->items) {
+            if (c.get("known") && !c.get("known")->boolean) continue;
+            CgroupPeaks &p = s.cgroups[text(c.get("name"))];
+            p.version = (int)c.count("version");
+            if (c.count("usage") > p.peak_usage) {
+                p.peak_usage = c.count("usage");
+                p.peak_at = t;
+            }
+            if (c.count("limit")) p.limit = c.count("limit");
+            p.anon = std::max(p.anon, c.count("anon"));
+            p.file = std::max(p.file, c.count("file"));
+            p.shmem = std::max(p.shmem, c.count("shmem"));
+            p.dirty = std::max(p.dirty, c.count("dirty"));
+            p.writeback = std::max(p.writeback, c.count("writeback"));
+            p.majfault_s = std::max(p.majfault_s, number(c.get("majfault_s")));
+            p.refault_s = std::max(p.refault_s, number(c.get("refault_s")));
+            if (const JsonValue *psi = c.get("psi"); psi && psi->kind == JsonValue::Kind::object) {
+                p.psi_scope = text(psi->get("scope"));
+                p.psi_some = std::max(p.psi_some, number(psi->get("some10")));
+                p.psi_full = std::max(p.psi_full, number(psi->get("full10")));
+            }
+        }
+    const JsonValue *procs = v.get("processes");
+    if (!procs) return;
+    for (const JsonValue &p : procs->items) {
+        long pid = (long)p.count("pid");
+        ProcessPeaks &pk = s.processes[pid];
+        bool first = pk.comm.empty();
+        pk.comm = text(p.get("comm"));
+        pk.rank = text(p.get("rank"));
+        pk.local_rank = text(p.get("local_rank"));
+        uint64_t majflt = p.count("majflt");
+        const JsonValue *rb = p.get("read_bytes");
+        bool read_known = rb && rb->is_integer;
+        uint64_t read = read_known ? rb->integer : 0;
+        if (first) {
+            pk.first_t = t;
+            pk.first_majflt = majflt;
+            pk.first_read = read;
+        }
+        pk.read_known = pk.read_known && read_known;
+        pk.last_t = t;
+        pk.last_majflt = majflt;
+        pk.last_read = read;
+        pk.peak_majflt_s = std::max(pk.peak_majflt_s, number(p.get("majflt_s")));
+        uint64_t resident = 0, reserved = 0;
+        std::map<std::string, double> weight;
+        double weight_sum = 0;
+        const JsonValue *regions = p.get("regions");
+        auto it = last.find(pid);
+        double dt = it != last.end() && t > it->second.t ? t - it->second.t : 0;
+        if (regions)
+            for (const JsonValue &r : regions->items) {
+                resident += r.count("resident");
+                reserved += r.count("len");
+                std::string phase = text(r.get("phase"));
+                double rate = (double)r.count("fault_pages_s");
+                weight[phase] += rate;
+                weight_sum += rate;
+                s.phases[phase].region_seconds += dt;
+                s.phases[phase].pages_faulted += rate * dt;
+            }
+        pk.peak_resident = std::max(pk.peak_resident, resident);
+        pk.peak_reserved = std::max(pk.peak_reserved, reserved);
+        if (it != last.end() && dt > 0) {
+            double faults = majflt >= it->second.majflt ? (double)(majflt - it->second.majflt) : 0;
+            double bytes = read_known && it->second.read_known && read >= it->second.read
+                               ? (double)(read - it->second.read) : 0;
+            if (weight_sum > 0) {
+                for (const auto &[phase, w] : weight) {
+                    s.phases[phase].major_faults += faults * w / weight_sum;
+                    s.phases[phase].bytes_read += bytes * w / weight_sum;
+                }
+            } else if (faults > 0 || bytes > 0) {
+                s.phases["outside regions"].major_faults += faults;
+                s.phases["outside regions"].bytes_read += bytes;
+            }
+        }
+        last[pid] = LastSeen{t, majflt, read, read_known};
+    }
+}
+
+std::string fixed(double v, const char *format = "%.0f") {
+    char buf[32];
+    snprintf(buf, sizeof buf, format, v);
+    return buf;
+}
+
+} // namespace
+
+RecordSummary summarize_record(const std::vector<std::string> &lines) {
+    RecordSummary s;
+    std::map<long, LastSeen> last;
+    for (const std::string &line : lines) {
+        if (line.empty()) continue;
+        JsonValue v;
+        std::string error;
+        if (!parse_json(line, v, error) || v.kind != JsonValue::Kind::object) {
+            s.unreadable++;
+            continue;
+        }
+        if (v.get("spillway_record")) {
+            s.interval_s = number(v.get("interval_s"));
+            s.started = text(v.get("started"));
+            if (const JsonValue *c = v.get("command"))
+                for (const JsonValue &a : c->items) s.command += (s.command.empty() ? "" : " ") + a.text;
+        } else if (const JsonValue *e = v.get("exit")) {
+            s.has_exit = true;
+            s.exit_t = number(e->get("t"));
+            s.exit_status = (int)e->count("status");
+            s.exit_signal = (int)e->count("signal");
+        } else if (v.get("stats")) {
+            s.stats_lines++;
+        } else if (v.get("t")) {
+            add_sample(s, v, last);
+        } else {
+            s.unreadable++;
+        }
+    }
+    return s;
+}
+
+std::vector<std::string> render_record_summary(const RecordSummary &s) {
+    std::vector<std::string> out;
+    std::string head = "spillway report: " + (s.command.empty() ? std::string("(no head line)") : s.command);
+    head += "; " + std::to_string(s.samples) + " sample" + (s.samples == 1 ? "" : "s");
+    if (s.interval_s > 0) head += " every " + fixed(s.interval_s, "%.2f") + " s";
+    if (!s.started.empty()) head += " from " + s.started;
+    out.push_back(head);
+    if (s.has_exit) {
+        std::string end = "  ended after " + fixed(s.exit_t, "%.1f") + " s with status " + std::to_string(s.exit_status);
+        if (s.exit_signal) end += " (killed by signal " + std::to_string(s.exit_signal) + ")";
+        out.push_back(end);
+    } else {
+        out.push_back("  no end line: the recording was cut short after " + fixed(s.last_t, "%.1f") + " s");
+    }
+    for (const auto &[name, c] : s.cgroups) {
+        std::string line = "cgroup " + name + " (v" + std::to_string(c.version) + "): peak " + human_size(c.peak_usage);
+        if (c.limit) line += " of " + human_size(c.limit) + " (" + fixed(100.0 * (double)c.peak_usage / (double)c.limit) + "%)";
+        else line += " (no limit)";
+        line += " at " + fixed(c.peak_at, "%.1f") + " s";
+        out.push_back(line);
+        out.push_back("  peaks: anon " + human_size(c.anon) + ", file " + human_size(c.file) + ", shmem " +
+                      human_size(c.shmem) + ", dirty " + human_size(c.dirty) + ", writeback " + human_size(c.writeback) +
+                      "; major faults/s " + fixed(c.majfault_s) + ", file refaults/s " + fixed(c.refault_s) +
+                      (c.psi_scope.empty() ? std::string("; no PSI")
+                                           : "; PSI (" + c.psi_scope + ") some " + fixed(c.psi_some, "%.2f") +
+                                                 "% full " + fixed(c.psi_full, "%.2f") + "% (max avg10)"));
+    }
+    if (!s.phases.empty()) {
+        char line[256];
+        snprintf(line, sizeof line, "%-17s %13s %11s %15s %17s", "by phase", "major faults", "bytes read",
+                 "region-seconds", "pages faulted in");
+        out.push_back(line);
+        for (const auto &[phase, p] : s.phases) {
+            snprintf(line, sizeof line, "  %-15s %13.0f %11s %15.1f %17.0f", phase.c_str(), p.major_faults,
+                     human_size((unsigned long long)p.bytes_read).c_str(), p.region_seconds, p.pages_faulted);
+            out.push_back(line);
+        }
+    }
+    if (!s.processes.empty()) {
+        char line[256];
+        snprintf(line, sizeof line, "%-9s %-5s %-15s %13s %13s %12s %10s %13s", "by process", "RANK", "COMMAND",
+                 "PEAK RESIDENT", "PEAK RESERVED", "MAJOR FAULTS", "READ", "PEAK MAJFLT/S");
+        out.push_back(line);
+        for (const auto &[pid, p] : s.processes) {
+            std::string rank = p.rank.empty() ? (p.local_rank.empty() ? "-" : "l" + p.local_rank) : p.rank;
+            std::string read = p.read_known ? human_size(p.last_read - std::min(p.first_read, p.last_read)) : "?";
+            snprintf(line, sizeof line, "  %-7ld %-5s %-15.15s %13s %13s %12llu %10s %13.0f", pid, rank.c_str(),
+                     p.comm.c_str(), human_size(p.peak_resident).c_str(), human_size(p.peak_reserved).c_str(),
+                     (unsigned long long)(p.last_majflt - std::min(p.first_majflt, p.last_majflt)), read.c_str(),
+                     p.peak_majflt_s);
+            out.push_back(line);
+        }
+    } else {
+        out.push_back("no process under the shim was seen (did the command start one?)");
+    }
+    if (s.stats_lines) out.push_back(std::to_string(s.stats_lines) + " process(es) wrote exit stats into the record");
+    if (s.unreadable) out.push_back(std::to_string(s.unreadable) + " line(s) could not be read");
+    return out;
+}
+
+} // namespace spillway::cli

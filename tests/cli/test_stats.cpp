@@ -74,8 +74,9 @@ TEST_CASE("summary: tiering moves are summed and shown only when there were some
     CHECK(s.promoted_bytes == 2 * 268435456ull);
     CHECK(s.demotions == 4);
     auto lines = render_summary(s, "here");
-    REQUIRE(lines.size() == 6);
+    REQUIRE(lines.size() == 10); // 5, the tiering line, then 3 processes under a heading
     CHECK(lines[5].find("tiering: 2 promotions to memory") != std::string::npos);
+    CHECK(lines[6].find("by process") != std::string::npos);
     CHECK(lines[5].find("4 demotions to disk") != std::string::npos);
     CHECK(render_summary(summarize_stats({kLineA}), "here").size() == 5);
 }

@@ -146,7 +146,10 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         return nullptr;
     }
     // Advice is part of placement (backing.h initial_advice); from here on
-    // the access detector keeps it following the region's phase.
+    // the access detector keeps it following the region's phase, unless
+    // the caller or a rule named the access (then it only reads ahead of a
+    // stream: the kernel's read-around stays off, as asked).
+    r->advice_pinned = d.advice_pinned;
     advise_region(r, initial_advice(map_len, d.random_advice));
     // Anonymous regions start on 2 MiB granules: 2 MiB pages instead of 512
     // faults of 4 KiB (what numpy asks for its own arrays); unmapping is

@@ -34,6 +34,10 @@ Decision decide(const Request &req, const PolicyInputs &in) {
     Access access = request_access(req);
     Decision d;
     d.random_advice = access == Access::random;
+    // A flag or a rule is the user's word; what a site learned is a guess
+    // the detector may revise.
+    d.advice_pinned = (req.flags & SPILLWAY_RANDOM_ACCESS) ||
+                      (req.site && req.site->rule && req.site->rule->access != Access::unknown);
     switch (effective_policy(req, s)) {
     case Policy::anon:
         d.backing = Backing::anon;

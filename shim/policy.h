@@ -30,6 +30,7 @@ struct Request {
 struct Decision {
     Backing backing = Backing::anon;
     bool random_advice = false;    // MADV_RANDOM on the region
+    bool advice_pinned = false;    // the caller or a rule said how it is accessed: the detector keeps it
     bool loud = false;             // a random-access site sent to disk: warn once
     Backing fallback = Backing::anon; // if the chosen backing cannot be had (none: fail)
     bool own_file = false;         // disk in a file of its own, whatever the size

@@ -36,6 +36,7 @@ struct Region {
     // re-advises under the large lock while spillway_spill re-applies it after
     // a move without that lock; either value is a valid advice.
     std::atomic<int> advice{0};
+    bool advice_pinned = false; // set at creation: a flag or rule named the access (policy.h)
     std::atomic<uint8_t> phase{0};           // detector's verdict: 0 undecided, 1 sequential, 2 random
     std::atomic<uint64_t> phase_since_ns{0}; // CLOCK_MONOTONIC when that verdict began
     std::atomic<uint32_t> fault_rate{0};     // pages newly faulted in per second over the last tick

@@ -76,9 +76,11 @@ struct Track {
     uint64_t pages = 0;
     uint64_t *bits = nullptr; // presence at the last look, 1 bit per page
     CallSite *site = nullptr;
+    bool advice_pinned = false; // the user's advice: never changed, only read ahead of
     int fd = -1;              // its spill file (for the device's read-ahead)
     Verdict verdict = Verdict::undecided;
     uint64_t last_look_ns = 0;
+    uint64_t last_full_look_ns = 0; // the whole region, not a stream's window
     uint64_t front = 0;          // a stream's front (page index)
     uint64_t rate = 0;           // its pages per second
     uint64_t prefetched_to = 0;  // read-ahead issued up to this page
@@ -132,6 +134,7 @@ bool refresh_tracks(uint64_t now) {
             t.pages = r->map_len / kPage;
             t.site = r->site;
             t.fd = r->file ? r->file->fd : -1;
+            t.advice_pinned = r->advice_pinned;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -181,7 +184,7 @@ void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
         r->phase_since_ns.store(now, std::memory_order_relaxed);
         r->phase.store((uint8_t)v, std::memory_order_release);
     }
-    if (r->advice != want) advise_region(r, want);
+    if (r->advice != want && !t.advice_pinned) advise_region(r, want);
 }
 
 void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
@@ -258,12 +261,35 @@ void feed_stream(Track &t) {
     // a region twice and expects it resident).
 }
 
-// runs: this region's present runs (relative to its start), or null to
-// read them now.
-void look(Track &t, uint64_t now, const PageRun *runs, long n) {
+// The pages [lo, hi) of a region a look covers: all of them, or for a
+// stream between full looks a window around its front. Why a window: the
+// pages a stream left mapped behind it are most of what a page-table walk
+// visits (measured: a tenth of a core walking a 1 GiB region every 20 ms),
+// and they cannot change the stream's verdict; scattered faults elsewhere
+// are seen by the next full look (every kPeriodNs). lo is a multiple of 64,
+// so the window's bits are whole words of the region's bitmap.
+struct LookSpan {
+    uint64_t lo = 0, hi = 0;
+};
+
+LookSpan whole(const Track &t) { return {0, t.pages}; }
+
+LookSpan stream_window(const Track &t) {
+    constexpr uint64_t kBehind = (4u << 20) / kPage;
+    uint64_t lo = t.front > kBehind ? (t.front - kBehind) & ~uint64_t(63) : 0;
+    uint64_t ahead = std::max(t.prefetched_to, t.front) + kLeadMaxPages;
+    return {lo, std::min(t.pages, ahead)};
+}
+
+// runs: the present runs of span (relative to span.lo), or null to read
+// them now. widen: the process took faults since the last tick, so a window
+// without news means they fell elsewhere: look at the whole region at once
+// (a stream that turned random is then noticed within one stream tick).
+void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bool widen = false) {
     bool overflow = false;
+    if (span.hi <= span.lo) return;
     if (!runs) {
-        n = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
+        n = read_presence(g_pagemap, t.start + span.lo * kPage, span.hi - span.lo, g_runs, kMaxRuns, &overflow);
         runs = g_runs;
     }
     if (n < 0) return;
@@ -273,10 +299,24 @@ void look(Track &t, uint64_t now, const PageRun *runs, long n) {
     }
     bool first = t.last_look_ns == 0;
     uint64_t dt = first ? kPeriodNs : now - t.last_look_ns;
-    TickEvidence e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
+    TickEvidence e = compare_presence(t.bits + span.lo / 64, span.hi - span.lo, runs, (size_t)n, overflow);
+    if (widen && e.new_pages == 0 && (span.lo != 0 || span.hi != t.pages)) {
+        long all = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
+        if (all >= 0) { // the window's bits are current: only news outside it counts
+            span = whole(t);
+            runs = g_runs;
+            n = all;
+            e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
+        }
+    }
+    if (e.new_pages) { // back to page indexes of the region
+        e.longest_start += span.lo;
+        e.longest_end += span.lo;
+    }
     uint64_t filled_before = t.filled_to;
-    if (n > 0) t.filled_to = std::max(t.filled_to, runs[n - 1].first + runs[n - 1].count);
+    if (n > 0) t.filled_to = std::max(t.filled_to, span.lo + runs[n - 1].first + runs[n - 1].count);
     t.last_look_ns = now;
+    if (span.lo == 0 && span.hi == t.pages) t.last_full_look_ns = now;
     if (first) return; // what was present before we looked is not this tick's news
     Verdict v = classify_tick(e);
     SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
@@ -320,7 +360,7 @@ void look(Track &t, uint64_t now, const PageRun *runs, long n) {
     // ahead of the writer and page out what it just wrote.
     if (t.streaming && !t.fed) {
         t.fed = t.front + kFedMarginPages < filled_before;
-        if (t.fed) t.kernel_feeds = read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
+        if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
     }
     publish(t, v, changed, now, fault_rate);
     if (t.streaming && t.fed && !t.kernel_feeds) feed_stream(t);
@@ -340,6 +380,7 @@ uint64_t tick(uint64_t now) {
     if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (g_pagemap < 0) return kPeriodNs;
     uint64_t faults = process_faults();
+    bool faults_moved = faults != g_last_faults;
     bool any_stream = false;
     for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
     if (faults == g_last_faults && !any_stream) return kPeriodNs; // nothing moved
@@ -351,9 +392,14 @@ uint64_t tick(uint64_t now) {
     // space is unpopulated and costs the kernel nothing to skip), instead of
     // one system call per region (measured: 1,000 regions of 4 MiB cost 2%
     // of a core that way).
+    auto full_look_due = [now](const Track &t) {
+        return !t.last_full_look_ns || now - t.last_full_look_ns >= kPeriodNs - kStreamPeriodNs / 2;
+    };
+    bool any_full = false;
+    for (size_t i = 0; i < g_track_count; i++) any_full |= full_look_due(g_tracks[i]);
     long all = -1;
     bool overflow = false;
-    if (g_track_count > 8 && g_all_runs) {
+    if (g_track_count > 8 && g_all_runs && any_full) {
         const Track &last = g_tracks[g_track_count - 1];
         uint64_t span = (last.start + last.pages * kPage - g_tracks[0].start) / kPage;
         all = read_presence(g_pagemap, g_tracks[0].start, span, g_all_runs, kMaxRuns, &overflow);
@@ -362,11 +408,14 @@ uint64_t tick(uint64_t now) {
     size_t k = 0; // first run of g_all_runs not yet below the current track
     for (size_t i = 0; i < g_track_count; i++) {
         Track &t = g_tracks[i];
-        // Between full ticks only streams are looked at (their front moves).
-        if (!needs_fast_looks(t) && t.last_look_ns && now - t.last_look_ns < kPeriodNs - kStreamPeriodNs / 2)
-            continue;
-        if (all < 0) {
-            look(t, now, nullptr, 0);
+        // Between full ticks only streams are looked at (their front
+        // moves), and only around their front.
+        bool full = full_look_due(t);
+        if (!full && !needs_fast_looks(t)) continue;
+        if (!full) {
+            look(t, now, stream_window(t), nullptr, 0, faults_moved);
+        } else if (all < 0) {
+            look(t, now, whole(t), nullptr, 0);
         } else {
             // This region's runs, clipped to it and made relative to its start.
             uint64_t lo = (t.start - g_tracks[0].start) / kPage, hi = lo + t.pages;
@@ -377,7 +426,7 @@ uint64_t tick(uint64_t now) {
                 uint64_t b = std::min(g_all_runs[j].first + g_all_runs[j].count, hi);
                 g_runs[n++] = {a - lo, b - a};
             }
-            look(t, now, g_runs, n);
+            look(t, now, whole(t), g_runs, n);
         }
         any_stream |= needs_fast_looks(t);
         any_fed |= feeds_itself(t);

@@ -11,6 +11,7 @@ packages=(
   libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
   libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
   python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
+  chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
 )
 missing=()
 for p in "${packages[@]}"; do

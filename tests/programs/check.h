@@ -1,9 +1,9 @@
 // check.h — a tiny assertion for programs that run under the shim: prints
 // the failed condition with file and line and exits 1 (no test framework,
-// so the program's own allocations are exactly what it shows).
+// so the program's own allocations are exactly what it shows). C and C++.
 #pragma once
-#include <cstdio>
-#include <cstdlib>
+#include <stdio.h>
+#include <stdlib.h>
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \

@@ -5,14 +5,8 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include "check.h"
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            return 1;                                                                \
-        }                                                                            \
-    } while (0)
 
 int main(int argc, char **argv) {
     CHECK(argc == 2);

@@ -10,14 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check.h"
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                 \
-        }                                                                            \
-    } while (0)
 
 static void cross(void *lib) {
     void *(*lib_malloc)(size_t) = (void *(*)(size_t))dlsym(lib, "lib_malloc");

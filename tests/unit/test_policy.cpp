@@ -85,3 +85,23 @@ TEST_CASE("a site's rule or learned access decides") {
     learned.access = (int)Access::sequential;
     CHECK(run(Policy::auto_, 1000, 0, &learned, true, 1 << 30).backing == Backing::disk);
 }
+
+TEST_CASE("advice named by the caller or a rule is pinned; learned advice is not") {
+    CHECK(run(Policy::disk, 1000, SPILLWAY_RANDOM_ACCESS, nullptr, true, 0).advice_pinned);
+    Rule rule;
+    rule.policy = Policy::disk;
+    rule.access = Access::random;
+    CallSite ruled;
+    ruled.rule = &rule;
+    Decision d = run(Policy::auto_, 1000, 0, &ruled, true, 0);
+    CHECK(d.random_advice);
+    CHECK(d.advice_pinned);
+    rule.access = Access::unknown; // a rule that names only a policy
+    CHECK_FALSE(run(Policy::auto_, 1000, 0, &ruled, true, 0).advice_pinned);
+    CallSite learned;
+    learned.access = (int)Access::random;
+    d = run(Policy::auto_, 1000, 0, &learned, true, 0);
+    CHECK(d.random_advice);
+    CHECK_FALSE(d.advice_pinned); // the detector may revise a guess
+    CHECK_FALSE(run(Policy::auto_, 1000, 0, nullptr, true, 0).advice_pinned);
+}

@@ -244,6 +244,22 @@ int new_dedicated_disk_file(size_t len, SpillFile **out) {
     return 0;
 }
 
+int new_dedicated_memfd(size_t len, SpillFile **out) {
+    int fd = above_stdio(memfd_create("spillway-promoted", MFD_CLOEXEC));
+    if (fd < 0) return errno;
+    if (ftruncate(fd, (off_t)len) != 0) {
+        int err = errno;
+        close(fd);
+        return err;
+    }
+    *out = new_spill_file(fd, Backing::memory, false);
+    if (!*out) {
+        close(fd);
+        return ENOMEM;
+    }
+    return 0;
+}
+
 void close_spill_file(SpillFile *f) {
     if (f->fd >= 0) close(f->fd);
     f->~SpillFile();

@@ -73,6 +73,8 @@ bool release_backing(Region *r);
 // Creates a dedicated reserved file of len bytes (for spill and export).
 int new_dedicated_disk_file(size_t len, SpillFile **out);
 void close_spill_file(SpillFile *f);
+// Creates a dedicated memfd of len bytes (a promotion's new home). 0 or errno.
+int new_dedicated_memfd(size_t len, SpillFile **out);
 
 // Advice follows the access detector (sampler.h): MADV_SEQUENTIAL while a
 // region is streamed, MADV_RANDOM otherwise, so a fault on an evicted page

@@ -100,6 +100,33 @@ MemoryFigures read_memory_figures() {
     return f;
 }
 
+// "some avg10=0.12 avg60=..." / "full avg10=..." lines of memory.pressure.
+static double psi_avg10(const char *text, const char *kind) {
+    const char *line = strstr(text, kind);
+    if (!line) return 0;
+    const char *v = strstr(line, "avg10=");
+    return v ? strtod(v + 6, nullptr) : 0;
+}
+
+PressureSignals read_pressure_signals(const std::string &where) {
+    PressureSignals p;
+    if (where.empty()) return p;
+    char buf[1024];
+    if (read_small(where + "/memory.events", buf, sizeof buf)) {
+        p.readable = true;
+        p.high = stat_field(where + "/memory.events", "high");
+        p.max = stat_field(where + "/memory.events", "max");
+        p.oom = stat_field(where + "/memory.events", "oom");
+        p.oom_kill = stat_field(where + "/memory.events", "oom_kill");
+    }
+    if (read_small(where + "/memory.pressure", buf, sizeof buf)) {
+        p.readable = true;
+        p.some_avg10 = psi_avg10(buf, "some ");
+        p.full_avg10 = psi_avg10(buf, "full ");
+    }
+    return p;
+}
+
 static uint64_t now_ns() {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);

@@ -27,6 +27,17 @@ MemoryFigures read_memory_figures();
 // a few milliseconds so a burst of allocations does not re-read the files.
 uint64_t memory_headroom();
 
+// Pressure as cgroup v2 reports it for the binding cgroup `where` (from
+// MemoryFigures): memory.events counters and memory.pressure PSI. On v1
+// these files do not exist: readable stays false and only usage against
+// the limit (and its growth rate) can be used.
+struct PressureSignals {
+    bool readable = false;
+    uint64_t high = 0, max = 0, oom = 0, oom_kill = 0; // memory.events counters
+    double some_avg10 = 0, full_avg10 = 0;            // memory.pressure, percent
+};
+PressureSignals read_pressure_signals(const std::string &where);
+
 // For tests: resolve against another root than / (a fake /proc and /sys).
 void cgroup_set_root_for_tests(const char *root);
 

@@ -194,6 +194,17 @@ class Reader {
         out = *n->value<bool>();
     }
 
+    void integer(const toml::table &t, const char *name, const std::string &key, int64_t lo, int64_t hi,
+                 unsigned &out) {
+        const toml::node *n = t.get(name);
+        if (!n) return;
+        std::string range = "expected an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+        if (!n->is_integer()) fail(n, key, range);
+        int64_t v = *n->value<int64_t>();
+        if (v < lo || v > hi) fail(n, key, range + ", got " + std::to_string(v));
+        out = (unsigned)v;
+    }
+
     void policy(const toml::table &t, const char *name, const std::string &key, Policy &out) {
         const toml::node *n = t.get(name);
         if (!n) return;
@@ -235,7 +246,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             return line.str();
         }
         r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
-                                    "profile", "callsites", "shm", "rule"});
+                                    "profile", "callsites", "shm", "tiering", "rule"});
         r.size(root, "threshold", "threshold", s.threshold);
         r.policy(root, "policy", "policy", s.policy);
         if (auto *t = r.table(root, "spill")) {
@@ -285,6 +296,21 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             r.reject_unknown(*t, "shm.", {"redirect", "min_size"});
             r.boolean(*t, "redirect", "shm.redirect", s.shm_redirect);
             r.size(*t, "min_size", "shm.min_size", s.shm_min);
+        }
+        if (auto *t = r.table(root, "tiering")) {
+            r.reject_unknown(*t, "tiering.", {"enabled", "min_size", "promote_rate", "interval_ms",
+                                              "cooldown_ms", "demote_margin", "horizon_ms"});
+            TierSettings &ts = s.tiering;
+            r.boolean(*t, "enabled", "tiering.enabled", ts.enabled);
+            r.size(*t, "min_size", "tiering.min_size", ts.min_size);
+            r.size(*t, "promote_rate", "tiering.promote_rate", ts.promote_rate);
+            r.integer(*t, "interval_ms", "tiering.interval_ms", 10, 60000, ts.interval_ms);
+            r.integer(*t, "cooldown_ms", "tiering.cooldown_ms", 0, 3600000, ts.cooldown_ms);
+            r.size(*t, "demote_margin", "tiering.demote_margin", ts.demote_margin);
+            r.integer(*t, "horizon_ms", "tiering.horizon_ms", 0, 60000, ts.horizon_ms);
+            if (ts.promote_rate == 0)
+                r.fail(t->get("promote_rate"), "tiering.promote_rate",
+                       "expected a size per second above zero (set tiering.enabled = false to stop moves)");
         }
         if (const toml::node *n = root.get("rule")) {
             if (!n->is_array_of_tables()) r.fail(n, "rule", "expected [[rule]] tables");
@@ -417,7 +443,13 @@ std::string describe_settings(const Settings &s) {
     o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth
       << "\npython_depth = " << s.python_depth << "\n\n";
     o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "
-      << quoted(format_size_exact(s.shm_min)) << "\n";
+      << quoted(format_size_exact(s.shm_min)) << "\n\n";
+    const TierSettings &t = s.tiering;
+    o << "[tiering]\nenabled = " << (t.enabled ? "true" : "false") << "\nmin_size = "
+      << quoted(format_size_exact(t.min_size)) << "\npromote_rate = " << quoted(format_size_exact(t.promote_rate))
+      << "\ninterval_ms = " << t.interval_ms << "\ncooldown_ms = " << t.cooldown_ms
+      << "\ndemote_margin = " << quoted(format_size_exact(t.demote_margin)) << "\nhorizon_ms = " << t.horizon_ms
+      << "\n";
     for (const Rule &r : s.rules) {
         o << "\n[[rule]]\n";
         if (!r.match.empty()) o << "match = " << quoted(r.match) << "\n";

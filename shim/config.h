@@ -42,6 +42,18 @@ std::string default_spill_dir();
 // with it, engine_start.h).
 constexpr uint64_t kDefaultThreshold = 64ull << 20;
 
+// [tiering]: moving live regions between disk and memory in place
+// (shim/tiering.h says when and why).
+struct TierSettings {
+    bool enabled = true;
+    uint64_t min_size = 64ull << 20;      // smaller regions never move
+    uint64_t promote_rate = 1ull << 30;   // bytes per second of promotions, at most
+    unsigned interval_ms = 100;           // how often the controller looks
+    unsigned cooldown_ms = 10000;         // before a moved region may move again (doubles each time)
+    uint64_t demote_margin = 128ull << 20; // demote when unreclaimable usage is this close to the limit
+    unsigned horizon_ms = 500;            // ...or would be at the current growth rate within this
+};
+
 struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = kDefaultThreshold;
@@ -63,6 +75,7 @@ struct Settings {
     bool learn = true;
     bool shm_redirect = true;
     uint64_t shm_min = 64ull << 20;
+    TierSettings tiering;
     std::vector<Rule> rules;
 };
 

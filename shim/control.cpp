@@ -17,6 +17,8 @@
 #include "policy.h"
 #include "region.h"
 #include "rehome.h"
+#include "sampler.h"
+#include "writeback.h"
 #include "spilldir.h"
 #include "stats.h"
 
@@ -94,6 +96,10 @@ int give_dedicated_file(Region *r) {
     if (int err = new_dedicated_disk_file(r->map_len, &dest)) return -err;
     int rc = rehome_region(r, dest);
     if (rc != 0) close_spill_file(dest);
+    else {
+        sampler_notice(); // a disk region now, maybe the process's first (large.cpp does the same)
+        writeback_notice();
+    }
     return rc;
 }
 

@@ -1,8 +1,8 @@
 // fork_safety.h — what fork() does to the shim's locks, in one place.
 //
-// The shim's own threads (reaper, learner) make every process that
-// allocates large multi-threaded, so glibc's fork runs its full locking
-// path for it; and a fork may come from a signal handler that interrupted
+// The shim's own threads (reaper, learner, writeback, tiering) make every
+// process that allocates large multi-threaded, so glibc's fork runs its
+// full locking path for it; and a fork may come from a signal handler that interrupted
 // the shim on the forking thread. The rules:
 //
 // LOCK ORDER. Every thread takes the shim's locks in this order (a lock
@@ -18,8 +18,12 @@
 //      exclusive in prepare): a capture walks the stack with libunwind,
 //      which holds the loader's dl_iterate_phdr lock that glibc does not
 //      reset in the child.
-//   3. the rehome move lock (rehome.cpp): a region being moved is read-only
-//      and its writers wait for the mover, who does not exist in a child.
+//   3. the rehome move lock (rehome.cpp): a chunk of a region being moved
+//      is read-only and its writers wait for the mover, who does not exist
+//      in a child. Held for a whole move (spillway_spill/export, or the
+//      tiering thread's promotions and demotions), so a fork waits for a
+//      move under way; the mover takes only 5 (briefly) while holding it,
+//      and blocks asynchronous signals (no handler forks mid-move).
 //   4. the reaper's queue lock (reaper.cpp).
 //   5. the large lock (region.cpp): registry, arena, slot table; the learner
 //      (sampler.cpp) and the control API read regions under it.
@@ -27,6 +31,10 @@
 //   instant are not taken; the child re-initialises them instead: the
 //   call-site insert lock, the backing pool and spill-directory locks.
 //   Stats are atomics and the logger write()s: no lock.
+//   Not a lock of this process but held across processes: the tiering
+//   claims file's flock (claims.cpp). It is never held while waiting for
+//   1-5; it is dropped with LOCK_UN, and the child closes its inherited
+//   descriptor, so a fork in the middle of a claim leaks nothing.
 //   A new lock must be added here, in its place.
 //
 // SIGNALS. prepare blocks every signal on the forking thread and the
@@ -41,7 +49,9 @@
 // still makes every inherited shared region private (the registry's forward
 // chain is valid at every instant, see region.cpp), but never touches the
 // arena or the reaper queue again: new allocations go to mimalloc and frees
-// of inherited regions leave them mapped. POSIX promises such a child only
+// of inherited regions leave them mapped, and no region is moved (rehome
+// returns -EPERM, the tiering thread never starts). No child, trusted or
+// not, lets its tiering thread move a region it inherited. POSIX promises such a child only
 // async-signal-safe calls; it gets malloc and free that work.
 #pragma once
 

@@ -10,6 +10,8 @@
 #include "log.h"
 #include "policy.h"
 #include "reaper.h"
+#include "rehome.h"
+#include "tiering_loop.h"
 #include "sampler.h"
 #include "region.h"
 #include "stats.h"
@@ -176,6 +178,8 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         sampler_notice();   // the access detector: verdicts, read-ahead of streams, site learning
         writeback_notice(); // keeps its dirty pages few (writeback.h)
     }
+    // Regions the tiering controller may move (tiering_loop.h): any backing.
+    if (map_len >= g_settings->tiering.min_size) tiering_notice();
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -194,6 +198,12 @@ void large_free(void *p) {
 }
 
 void large_retire(Region *r) {
+    pin_region_for_good(r); // a tiering move under way finishes first; none starts after
+    // Threads that found r in the registry under the large lock before it was
+    // freed or pinned (the tiering snapshot, the writeback pass) may still be
+    // reading r->file: wait them out before the file is released. Later
+    // ones see freed or the pin and skip r.
+    { std::lock_guard<std::mutex> readers_done(large_lock()); }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = unmapped && release_backing(r);
@@ -259,6 +269,7 @@ static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
 void *large_realloc(void *p, size_t size) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p || r->freed.load()) invalid_pointer("realloc", p);
+    RegionPin pin(r); // the tiering mover keeps off while it is resized
     if (size < g_large_threshold) {
         void *q = mi_malloc(size);
         if (!q) {
@@ -266,6 +277,7 @@ void *large_realloc(void *p, size_t size) {
             return nullptr;
         }
         memcpy(q, p, size < r->map_len ? size : r->map_len); // an alignment-only region can be smaller
+        pin.release(); // before the free: the region may be gone when it returns
         large_free(p);
         return q;
     }
@@ -313,6 +325,7 @@ void *large_realloc(void *p, size_t size) {
         return nullptr;
     }
     memcpy(q, p, old_len);
+    pin.release(); // before the free: the region may be gone when it returns
     large_free(p);
     g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
     return q;
@@ -342,6 +355,7 @@ void large_fork_child(bool trusted) {
     reaper_after_fork_child(trusted);
     sampler_after_fork_child();
     writeback_after_fork_child();
+    tiering_after_fork_child();
     stats_after_fork_child();
 }
 

@@ -40,6 +40,7 @@ struct Region {
     std::atomic<uint8_t> phase{0};           // detector's verdict: 0 undecided, 1 sequential, 2 random
     std::atomic<uint64_t> phase_since_ns{0}; // CLOCK_MONOTONIC when that verdict began
     std::atomic<uint32_t> fault_rate{0};     // pages newly faulted in per second over the last tick
+    std::atomic<uint32_t> pins{0}; // threads resizing or retiring it: the tiering mover keeps off
     uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
     std::atomic<bool> freed{false};  // set once by free(): a second free is reported
     Region *prev = nullptr, *next = nullptr; // registry (live list)

@@ -1,9 +1,9 @@
 // rehome.cpp — see rehome.h.
 #include "rehome.h"
 
-#include "fork_safety.h"
-
 #include "backing.h"
+#include "fd_policy.h"
+#include "fork_safety.h"
 #include "log.h"
 #include "region.h"
 #include "stats.h"
@@ -11,28 +11,67 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <ctime>
+#include <pthread.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <mutex>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <vector>
 
 namespace spillway {
 
 namespace {
+constexpr size_t kChunk = size_t(16) << 20;
+
 std::mutex g_move_lock;
-std::atomic<uintptr_t> g_moving_start{0};
-std::atomic<uintptr_t> g_moving_end{0};
+std::atomic<uint64_t> g_last_fork_ns{0};
+uint64_t g_forked_at_ns = 0;
+std::atomic<Region *> g_moving_region{nullptr};
+// The region being moved, and within it the chunk that is read-only now.
+std::atomic<uintptr_t> g_region_start{0}, g_region_end{0};
+std::atomic<uintptr_t> g_chunk_start{0}, g_chunk_end{0};
+// For a fork child of the mover itself: how much already lives in dest.
+std::atomic<size_t> g_moved_bytes{0};
+std::atomic<int> g_dest_fd{-1};
 struct sigaction g_previous;
+
+uint64_t now_ns() {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// Blocks every asynchronous signal on this thread for the length of a move,
+// so no handler can fork (or re-enter a move) with a chunk half done; the
+// synchronous ones (a fault is how writers wait) stay deliverable.
+struct AsyncSignalsBlocked {
+    sigset_t old;
+    AsyncSignalsBlocked() {
+        sigset_t set;
+        sigfillset(&set);
+        for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&set, s);
+        pthread_sigmask(SIG_BLOCK, &set, &old);
+    }
+    ~AsyncSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
 
 void on_segv(int sig, siginfo_t *info, void *context) {
     uintptr_t addr = (uintptr_t)info->si_addr;
-    if (addr >= g_moving_start.load() && addr < g_moving_end.load()) {
-        // A write into the region being moved: wait, then retry the write.
-        while (addr >= g_moving_start.load() && addr < g_moving_end.load()) {
-            timespec ts = {0, 100000};
+    if (addr >= g_region_start.load() && addr < g_region_end.load()) {
+        // A write into the region being moved: wait for its chunk, then
+        // return so the write is retried (against the new mapping, or the
+        // old one if its chunk had not started yet).
+        while (addr >= g_chunk_start.load() && addr < g_chunk_end.load()) {
+            timespec ts = {0, 50000};
             nanosleep(&ts, nullptr);
         }
         return;
@@ -77,6 +116,22 @@ int write_all(int fd, const char *src, size_t n, off_t off) {
     return 0;
 }
 
+int read_all(int fd, char *dst, size_t n, off_t off) {
+    while (n) {
+        ssize_t got = pread(fd, dst, n, off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -errno;
+        if (got == 0) { // past the end of the source: reads as zero
+            memset(dst, 0, n);
+            return 0;
+        }
+        dst += got;
+        off += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
 int copy_range(int from, off_t from_off, int to, off_t to_off, size_t n) {
     while (n) {
         ssize_t c = copy_file_range(from, &from_off, to, &to_off, n, 0);
@@ -87,43 +142,45 @@ int copy_range(int from, off_t from_off, int to, off_t to_off, size_t n) {
     return 0;
 }
 
-// Copies r's bytes into dest at offset 0, skipping what is known to be zero
-// (the reserved destination already reads as zero there):
-//  - disk: the source file, in the kernel (dirty mapped pages included);
-//  - memory: only the memfd's data extents (SEEK_DATA/SEEK_HOLE);
-//  - anon: only pages present or swapped (pagemap); the rest were never touched.
-int copy_out(const Region *r, int dest) {
-    uintptr_t src = r->start;
-    size_t len = r->map_len;
-    if (r->backing == Backing::disk)
-        return copy_range(r->file->fd, (off_t)r->file_off, dest, 0, len);
-    if (r->backing == Backing::memory) {
-        int fd = r->file->fd;
-        off_t base = (off_t)r->file_off, end = base + (off_t)len, at = base;
+// What a chunk is copied from: the region's old home.
+struct Source {
+    uintptr_t start;
+    Backing backing;
+    int fd; // disk and memory
+    uint64_t file_off;
+    int pagemap; // anon: /proc/self/pagemap, opened per move (a fork child's must be its own)
+};
+
+// Calls each(off, n) for every extent of [off, off+n) of the region that
+// may hold data (relative offsets); what is skipped is known to be zero,
+// and a reserved destination already reads as zero there:
+//  - file (disk, memory): its data extents (SEEK_DATA/SEEK_HOLE);
+//  - anon: pages present or swapped (pagemap); the rest were never touched.
+template <class Each> int for_each_data(const Source &s, size_t off, size_t n, Each each) {
+    if (s.backing != Backing::anon) {
+        off_t base = (off_t)s.file_off, at = base + (off_t)off, end = at + (off_t)n;
         while (at < end) {
-            off_t data = lseek(fd, at, SEEK_DATA);
+            off_t data = lseek(s.fd, at, SEEK_DATA);
+            if (data < 0 && errno != ENXIO) data = at; // cannot tell: copy it all
             if (data < 0 || data >= end) break;
-            off_t hole = lseek(fd, data, SEEK_HOLE);
+            off_t hole = lseek(s.fd, data, SEEK_HOLE);
             if (hole < 0 || hole > end) hole = end;
-            if (int rc = write_all(dest, (const char *)src + (data - base), (size_t)(hole - data),
-                                   data - base))
-                return rc;
+            if (int rc = each((size_t)(data - base), (size_t)(hole - data))) return rc;
             at = hole;
         }
         return 0;
     }
-    int pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = len / page;
-    constexpr size_t kBatch = 4096;
-    std::vector<uint64_t> entries(kBatch);
-    int rc = 0;
-    for (size_t first = 0; first < pages && rc == 0; first += kBatch) {
+    const int pagemap = s.pagemap;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = n / page;
+    constexpr size_t kBatch = 512;
+    uint64_t entries[kBatch];
+    for (size_t first = 0; first < pages; first += kBatch) {
         size_t count = pages - first < kBatch ? pages - first : kBatch;
+        uintptr_t at = s.start + off + first * page;
         bool known = pagemap >= 0 &&
-                     pread(pagemap, entries.data(), count * 8, (off_t)((src / page + first) * 8)) ==
-                         (ssize_t)(count * 8);
+                     pread(pagemap, entries, count * 8, (off_t)(at / page * 8)) == (ssize_t)(count * 8);
         size_t i = 0;
-        while (i < count && rc == 0) {
+        while (i < count) {
             auto used = [&](size_t k) { return !known || (entries[k] >> 62) != 0; };
             if (!used(i)) {
                 i++;
@@ -131,47 +188,168 @@ int copy_out(const Region *r, int dest) {
             }
             size_t j = i;
             while (j < count && used(j)) j++;
-            size_t off = (first + i) * page;
-            rc = write_all(dest, (const char *)src + off, (j - i) * page, (off_t)off);
+            if (int rc = each(off + (first + i) * page, (j - i) * page)) return rc;
             i = j;
         }
     }
-    if (pagemap >= 0) close(pagemap);
-    return rc;
+    return 0;
 }
-} // namespace
 
-int rehome_region(Region *r, SpillFile *dest) {
-    std::lock_guard<std::mutex> move_guard(g_move_lock);
-    install_handler();
-    uintptr_t start = r->start;
-    size_t len = r->map_len;
-    g_moving_start.store(start);
-    g_moving_end.store(start + len);
-    int rc = 0;
-    if (mprotect((void *)start, len, PROT_READ) != 0) rc = -errno;
-    if (rc == 0) rc = copy_out(r, dest->fd);
-    if (rc == 0) {
-        void *p = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, 0);
-        if (p == MAP_FAILED) rc = -errno;
+// Copies [off, off+n) of the region from its old home into dest at off.
+// dest_map is dest's [off, off+n) mapped at a private address when dest is a
+// memfd (a disk source is read straight into it: one copy, no bounce).
+int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n) {
+    return for_each_data(s, off, n, [&](size_t at, size_t len) -> int {
+        if (s.backing == Backing::disk) {
+            if (dest_map) return read_all(s.fd, dest_map + (at - off), len, (off_t)(s.file_off + at));
+            return copy_range(s.fd, (off_t)(s.file_off + at), dest->fd, (off_t)at, len);
+        }
+        const char *from = (const char *)s.start + at; // readable: the chunk is read-only
+        if (dest_map) {
+            memcpy(dest_map + (at - off), from, len);
+            return 0;
+        }
+        return write_all(dest->fd, from, len, (off_t)at);
+    });
+}
+
+// Puts [off, off+n), now mapped from dest, back into its old home (a failed
+// move is undone chunk by chunk, writes made since included).
+int restore_chunk(const Source &s, size_t off, size_t n) {
+    uintptr_t at = s.start + off;
+    if (s.backing == Backing::anon) {
+        void *tmp = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (tmp == MAP_FAILED) return -errno;
+        memcpy(tmp, (const void *)at, n);
+        if (mremap(tmp, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at) == MAP_FAILED) {
+            int err = -errno;
+            munmap(tmp, n);
+            return err;
+        }
+        return 0;
     }
-    if (rc != 0) mprotect((void *)start, len, PROT_READ | PROT_WRITE); // keep the old home
-    // Release waiting writers only once the new mapping is in place.
-    g_moving_start.store(0);
-    g_moving_end.store(0);
+    if (int rc = write_all(s.fd, (const char *)at, n, (off_t)(s.file_off + off))) return rc;
+    void *p = mmap((void *)at, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
+                   (off_t)(s.file_off + off));
+    return p == MAP_FAILED ? -errno : 0;
+}
+
+// Waits for [off, off+n) of fd to be written, then drops it from page cache.
+void settle(int fd, size_t off, size_t n) {
+    sync_file_range(fd, (off_t)off, (off_t)n,
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+}
+
+void set_chunk(uintptr_t a, uintptr_t b) {
+    g_chunk_end.store(0); // never a range that mixes two chunks
+    g_chunk_start.store(a);
+    g_chunk_end.store(b);
+}
+
+// The move itself; the caller holds the move lock and has published r as the
+// region being moved. Chunk by chunk: read-only, copy, map dest over it.
+int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
+    install_handler();
+    const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off,
+                     r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
+    const size_t len = r->map_len;
+    const bool to_memory = dest->kind == Backing::memory;
+    uint64_t t0 = now_ns();
+    g_moved_bytes.store(0);
+    g_dest_fd.store(dest->fd);
+    g_region_start.store(src.start);
+    g_region_end.store(src.start + len);
+    int rc = 0;
+    size_t done = 0;
+    while (done < len && rc == 0) {
+        size_t n = len - done < kChunk ? len - done : kChunk;
+        uintptr_t a = src.start + done;
+        // A thread blocked reading into this chunk would get EFAULT: let it finish.
+        for (int tries = 0; tries < 200 && done > 0 && read_in_flight(a, n); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        char *dest_map = nullptr;
+        if (to_memory) {
+            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
+            if (m == MAP_FAILED) {
+                rc = -errno;
+                break;
+            }
+            dest_map = (char *)m;
+        }
+        // A first copy while writers still run: it reads what is not in
+        // page cache and allocates the new home's pages, so the read-only
+        // window below is one memory-speed copy, not disk reads or reclaim.
+        rc = copy_chunk(src, dest, dest_map, done, n);
+        uint64_t c0 = now_ns(); // writers into this chunk wait from here
+        set_chunk(a, a + n);
+        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        if (dest_map) munmap(dest_map, n);
+        if (rc == 0) {
+            void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
+            if (p == MAP_FAILED) rc = -errno;
+        }
+        if (rc != 0) mprotect((void *)a, n, PROT_READ | PROT_WRITE); // this chunk keeps its old home
+        else g_moved_bytes.store(done + n);
+        if (rc == 0 && write_back && src.backing == Backing::memory)
+            // The old home's RAM goes back now, not after the last chunk (an
+            // undo rewrites it from the new mapping, so nothing is lost).
+            fallocate(src.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(src.file_off + done), (off_t)n);
+        set_chunk(0, 0);
+        uint64_t chunk_ns = now_ns() - c0;
+        if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
+        if (rc != 0) break;
+        if (write_back) {
+            // The bytes must leave RAM, not stay dirty page cache that a
+            // cgroup v1 limit reclaims poorly. Writing starts now; two chunks
+            // later it is waited for and the clean pages dropped (a freshly
+            // mapped chunk has no page-table entries to keep them), so
+            // writeback overlaps the copy and never holds writers up.
+            sync_file_range(dest->fd, (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);
+            if (done >= 2 * kChunk) settle(dest->fd, done - 2 * kChunk, kChunk);
+        }
+        done += n;
+    }
+    if (rc == 0 && write_back)
+        for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)
+            settle(dest->fd, back, done - back < kChunk ? done - back : kChunk);
+    if (rc != 0) {
+        // Undo: every chunk already on dest goes back, with what was written since.
+        for (size_t back = 0; back < done; back += kChunk) {
+            size_t n = done - back < kChunk ? done - back : kChunk;
+            uintptr_t a = src.start + back;
+            set_chunk(a, a + n);
+            mprotect((void *)a, n, PROT_READ);
+            if (int undo = restore_chunk(src, back, n)) {
+                SPW_LOG(error, "moving region %p failed (%s) and undoing it failed too (%s); its "
+                               "bytes from offset %zu are lost, aborting",
+                        (void *)src.start, strerror(-rc), strerror(-undo), back);
+                abort();
+            }
+            set_chunk(0, 0);
+        }
+    }
+    g_region_start.store(0);
+    g_region_end.store(0);
+    g_dest_fd.store(-1);
+    if (src.pagemap >= 0) close(src.pagemap);
+    if (out) {
+        out->total_ns = now_ns() - t0;
+        out->bytes = len;
+    }
     if (rc != 0) return rc;
-    Backing old = r->backing;
     {
         std::lock_guard<std::mutex> guard(large_lock());
         release_backing(r); // the old pool range is punched, a dedicated file closed
         r->file = dest;
         r->file_off = 0;
-        r->backing = Backing::disk;
+        r->backing = dest->kind;
     }
-    stats_on_free(old, len);
-    stats_on_alloc(Backing::disk, len);
     // The new mapping starts with default advice: apply what the region had
-    // (or what a fresh disk region of its size would get).
+    // (or what a fresh region of its size would get).
     int had = r->advice.load(std::memory_order_relaxed);
     int advice = had ? had : initial_advice(len, false);
     r->advice = 0;
@@ -179,19 +357,156 @@ int rehome_region(Region *r, SpillFile *dest) {
     return 0;
 }
 
+// /proc/self/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" for a blocked thread.
+bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    unsigned long long nr, a[6];
+    if (sscanf(buf, "%llu %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) != 7)
+        return false;
+    auto hits = [&](uint64_t p, uint64_t len) { return len && p < end && p + len > start; };
+    auto iov_hits = [&](uint64_t iov, uint64_t count) {
+        if (count > 1024) count = 1024;
+        struct iovec local[64];
+        for (uint64_t first = 0; first < count; first += 64) {
+            size_t k = count - first < 64 ? count - first : 64;
+            struct iovec want = {local, k * sizeof(struct iovec)};
+            struct iovec remote = {(void *)(iov + first * sizeof(struct iovec)), k * sizeof(struct iovec)};
+            if (process_vm_readv(getpid(), &want, 1, &remote, 1, 0) != (ssize_t)want.iov_len) return false;
+            for (size_t i = 0; i < k; i++)
+                if (hits((uint64_t)local[i].iov_base, local[i].iov_len)) return true;
+        }
+        return false;
+    };
+    switch ((long)nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_recvfrom: return hits(a[1], a[2]);
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2: return iov_hits(a[1], a[2]);
+    case SYS_recvmsg: {
+        struct msghdr m;
+        struct iovec want = {&m, sizeof m}, remote = {(void *)a[1], sizeof m};
+        if (process_vm_readv(getpid(), &want, 1, &remote, 1, 0) != (ssize_t)sizeof m) return false;
+        return iov_hits((uint64_t)m.msg_iov, m.msg_iovlen);
+    }
+    default: return false;
+    }
+}
+} // namespace
+
+bool read_in_flight(uintptr_t start, size_t len) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return false;
+    bool found = false;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == self) continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%.200s/syscall", e->d_name);
+        if ((found = syscall_reads_into(path, start, start + len))) break;
+    }
+    closedir(d);
+    return found;
+}
+
+int rehome_region(Region *r, SpillFile *dest) {
+    if (fork_child_untrusted()) return -EPERM; // fork_safety.h: inherited regions stay as they are
+    AsyncSignalsBlocked no_signals;
+    std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_region.store(r);
+    Backing old = r->backing;
+    size_t len = r->map_len;
+    int rc = move_chunks(r, dest, false, nullptr);
+    g_moving_region.store(nullptr);
+    if (rc != 0) return rc;
+    stats_on_free(old, len);
+    stats_on_alloc(dest->kind, len);
+    return 0;
+}
+
+int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
+    if (fork_child_untrusted()) return -EPERM;
+    AsyncSignalsBlocked no_signals;
+    std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
+    int rc = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        Region *live = registry_first();
+        while (live && live != r) live = live->next;
+        if (!live || r->start != start || r->freed.load()) rc = -ESTALE;
+        else if (r->pins.load() || r->is_private || r->backing == dest->kind ||
+                 (r->file && (r->file->foreign || r->file->exported[0])))
+            rc = -EBUSY;
+    }
+    if (rc == 0 && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    if (rc == 0) rc = move_chunks(r, dest, write_back, out);
+    g_moving_region.store(nullptr);
+    return rc;
+}
+
+RegionPin::RegionPin(Region *r) : r_(r) {
+    r_->pins.fetch_add(1); // seq_cst, against the mover's publication above
+    if (g_moving_region.load() == r_) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
+void RegionPin::release() {
+    if (r_) r_->pins.fetch_sub(1);
+    r_ = nullptr;
+}
+
+void pin_region_for_good(Region *r) {
+    r->pins.fetch_add(1);
+    if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
 bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
-void rehome_fork_parent() { g_move_lock.unlock(); }
+
+void rehome_fork_parent() {
+    g_last_fork_ns.store(now_ns());
+    g_move_lock.unlock();
+}
+
+uint64_t last_fork_ns() { return g_last_fork_ns.load(); }
+uint64_t forked_at_ns() { return g_forked_at_ns; }
 
 void rehome_after_fork_child() {
     new (&g_move_lock) std::mutex();
-    // A move this thread was making when a signal handler forked: the range
-    // is read-only and marked moving, and its mover never runs here. Give
-    // the child its region back writable (a write would otherwise wait in
-    // on_segv forever).
-    uintptr_t start = g_moving_start.load(), end = g_moving_end.load();
-    if (start && end > start) mprotect((void *)start, end - start, PROT_READ | PROT_WRITE);
-    g_moving_start.store(0);
-    g_moving_end.store(0);
+    g_forked_at_ns = now_ns();
+    g_last_fork_ns.store(0); // this process has not forked yet
+    // A move this thread was making when a signal handler forked (only a
+    // synchronous signal can: the mover blocks the others). Its mover never
+    // runs here: give the child a private copy of the region's current
+    // bytes, the moved chunks from dest and the rest from the old home, so
+    // no chunk stays read-only (a write would wait in on_segv forever) and
+    // none stays shared with the parent.
+    uintptr_t start = g_region_start.load(), end = g_region_end.load();
+    Region *r = g_moving_region.load();
+    if (start && end > start) {
+        size_t done = g_moved_bytes.load();
+        int dest_fd = g_dest_fd.load();
+        if (done && dest_fd >= 0)
+            mmap((void *)start, done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, dest_fd, 0);
+        if (r && r->file && r->start == start)
+            mmap((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                 r->file->fd, (off_t)(r->file_off + done));
+        else
+            mprotect((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE);
+        if (r && r->file && r->start == start) r->is_private = true; // large_fork_child keeps this view
+    }
+    g_moving_region.store(nullptr);
+    g_region_start.store(0);
+    g_region_end.store(0);
+    set_chunk(0, 0);
+    g_moved_bytes.store(0);
+    g_dest_fd.store(-1);
 }
 
 } // namespace spillway

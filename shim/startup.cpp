@@ -24,6 +24,7 @@
 #include "shm.h"
 #include "spilldir.h"
 #include "stats.h"
+#include "tiering_loop.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -96,6 +97,7 @@ bool engine_start() {
 __attribute__((destructor)) static void spillway_destructor() {
     if (!g_startup_settings) return;
     sampler_stop();
+    tiering_stop();
     stats_write_at_exit(g_startup_settings->stats_file);
     if (getpid() != g_started_pid) return; // a fork child: the starter saves what was learned
     profile_save(*g_startup_settings);

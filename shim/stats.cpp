@@ -36,6 +36,25 @@ void stats_on_fallback(Fallback why) {
     g_stats.fallbacks[(int)why].fetch_add(1, std::memory_order_relaxed);
 }
 
+void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns) {
+    g_stats.live_bytes[(int)from].fetch_sub(bytes, std::memory_order_relaxed);
+    uint64_t live = g_stats.live_bytes[(int)to].fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = g_stats.peak_bytes[(int)to].load(std::memory_order_relaxed);
+    while (live > peak && !g_stats.peak_bytes[(int)to].compare_exchange_weak(peak, live)) {
+    }
+    if (to == Backing::disk) {
+        g_stats.demotions.fetch_add(1, std::memory_order_relaxed);
+        g_stats.demoted_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+        g_stats.promotions.fetch_add(1, std::memory_order_relaxed);
+        g_stats.promoted_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
+    g_stats.move_ns.fetch_add(move_ns, std::memory_order_relaxed);
+    uint64_t longest = g_stats.longest_pause_ns.load(std::memory_order_relaxed);
+    while (pause_ns > longest && !g_stats.longest_pause_ns.compare_exchange_weak(longest, pause_ns)) {
+    }
+}
+
 void stats_after_fork_child() {
     for (int i = 0; i < 4; i++) {
         g_stats.regions[i].store(0);
@@ -46,6 +65,10 @@ void stats_after_fork_child() {
     g_stats.frees.store(0);
     g_stats.reallocs_in_place.store(0);
     g_stats.reallocs_moved.store(0);
+    for (auto *c : {&g_stats.promotions, &g_stats.promoted_bytes, &g_stats.demotions, &g_stats.demoted_bytes,
+                    &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns})
+        c->store(0);
+    for (auto &r : g_stats.demote_reasons) r.store(0);
 }
 
 static std::string json_escape(const std::string &s) {
@@ -106,6 +129,14 @@ std::string stats_json() {
     out += "},\"frees\":" + std::to_string(g_stats.frees.load());
     out += ",\"reallocs_in_place\":" + std::to_string(g_stats.reallocs_in_place.load());
     out += ",\"reallocs_moved\":" + std::to_string(g_stats.reallocs_moved.load());
+    auto n = [](const std::atomic<uint64_t> &v) { return std::to_string(v.load()); };
+    out += ",\"tiering\":{\"promotions\":" + n(g_stats.promotions) + ",\"promoted_bytes\":" +
+           n(g_stats.promoted_bytes) + ",\"demotions\":" + n(g_stats.demotions) + ",\"demoted_bytes\":" +
+           n(g_stats.demoted_bytes) + ",\"demote_reasons\":{\"near_limit\":" + n(g_stats.demote_reasons[1]) +
+           ",\"growing\":" + n(g_stats.demote_reasons[2]) + ",\"kernel_pressure\":" +
+           n(g_stats.demote_reasons[3]) + "},\"move_ms\":" + std::to_string(g_stats.move_ns.load() / 1000000) +
+           ",\"longest_pause_us\":" + std::to_string(g_stats.longest_pause_ns.load() / 1000) +
+           ",\"controller_cpu_us\":" + std::to_string(g_stats.tiering_cpu_ns.load() / 1000) + "}";
     out += ",\"sites\":" + callsite_stats_json();
     out += "}";
     return out;

@@ -24,6 +24,13 @@ struct Stats {
     std::atomic<uint64_t> frees;
     std::atomic<uint64_t> reallocs_in_place;
     std::atomic<uint64_t> reallocs_moved;
+    // Tiering (tiering_loop.cpp): moves in place, and why.
+    std::atomic<uint64_t> promotions, promoted_bytes;
+    std::atomic<uint64_t> demotions, demoted_bytes;
+    std::atomic<uint64_t> demote_reasons[4]; // by DemoteReason
+    std::atomic<uint64_t> move_ns;           // all moves together
+    std::atomic<uint64_t> longest_pause_ns;  // the longest one chunk kept writers waiting
+    std::atomic<uint64_t> tiering_cpu_ns;    // the controller thread's CPU time
 };
 
 extern Stats g_stats;
@@ -32,6 +39,8 @@ void stats_on_alloc(Backing b, size_t bytes);
 void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
 void stats_on_free(Backing b, size_t bytes);
 void stats_on_fallback(Fallback why);
+// A live region changed backing in place (not a new region, not a free).
+void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns);
 // Fork child: start counting afresh (regions it inherited stay live), so the
 // lines of a process tree add up instead of repeating the parent's counts.
 void stats_after_fork_child();

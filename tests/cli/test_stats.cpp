@@ -66,6 +66,21 @@ TEST_CASE("summary: one line per process, named and ordered by rank; none for a 
     CHECK(render_summary(summarize_stats({r2}), "here").size() == 5); // the total is that process's line
 }
 
+TEST_CASE("summary: tiering moves are summed and shown only when there were some") {
+    const char *moved = R"({"pid":4,"regions":{"disk":1},"tiering":{"promotions":1,"promoted_bytes":268435456,)"
+                        R"("demotions":2,"demoted_bytes":1073741824}})";
+    StatsSummary s = summarize_stats({kLineA, moved, moved});
+    CHECK(s.promotions == 2);
+    CHECK(s.promoted_bytes == 2 * 268435456ull);
+    CHECK(s.demotions == 4);
+    auto lines = render_summary(s, "here");
+    REQUIRE(lines.size() == 10); // 5, the tiering line, then 3 processes under a heading
+    CHECK(lines[5].find("tiering: 2 promotions to memory") != std::string::npos);
+    CHECK(lines[6].find("by process") != std::string::npos);
+    CHECK(lines[5].find("4 demotions to disk") != std::string::npos);
+    CHECK(render_summary(summarize_stats({kLineA}), "here").size() == 5);
+}
+
 TEST_CASE("summary: nothing written is said, not shown as zeros") {
     auto lines = render_summary(summarize_stats({}), "here");
     REQUIRE(lines.size() == 1);

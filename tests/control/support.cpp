@@ -190,7 +190,7 @@ static int decode_status(int st) {
 Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &opts) {
     // Everything the child needs is built before fork: after it, only
     // async-signal-safe calls (this process has threads).
-    std::vector<std::string> argv_s = {helper_path()};
+    std::vector<std::string> argv_s = {opts.program.empty() ? helper_path() : opts.program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char *> argv;
     for (std::string &a : argv_s) argv.push_back(a.data());

@@ -69,6 +69,7 @@ struct SpawnOptions {
     std::vector<std::string> unset_env; // "NAME"
     // Runs in the child between fork and exec (async-signal-safe calls only).
     std::function<void()> before_exec;
+    std::string program; // another program than control_helper (a full path)
 };
 
 Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &opts = {});

@@ -72,3 +72,38 @@ TEST_CASE("this machine's own figures can be read") {
     if (m.limited) CHECK(m.usage >= m.reclaimable);
     CHECK(memory_headroom() > 0);
 }
+
+TEST_CASE("cgroup v2 pressure: memory.events counters and memory.pressure PSI") {
+    FakeRoot f;
+    put(f.root + "/proc/self/cgroup", "0::/job\n");
+    std::string dir = f.root + "/sys/fs/cgroup/job";
+    put(dir + "/memory.max", "1073741824\n");
+    put(dir + "/memory.current", "900000000\n");
+    put(dir + "/memory.stat", "anon 800000000\nfile 100000000\nshmem 0\n");
+    put(dir + "/memory.events", "low 0\nhigh 3\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n");
+    put(dir + "/memory.pressure", "some avg10=12.50 avg60=3.00 avg300=1.00 total=123\n"
+                                  "full avg10=4.25 avg60=1.00 avg300=0.00 total=45\n");
+    MemoryFigures m = read_memory_figures();
+    REQUIRE(m.limited);
+    PressureSignals p = read_pressure_signals(m.where);
+    CHECK(p.readable);
+    CHECK(p.high == 3);
+    CHECK(p.max == 17);
+    CHECK(p.oom == 1);
+    CHECK(p.oom_kill == 1);
+    CHECK(p.some_avg10 == Approx(12.5));
+    CHECK(p.full_avg10 == Approx(4.25));
+}
+
+TEST_CASE("cgroup v1 has no pressure files: only usage against the limit is used") {
+    FakeRoot f;
+    put(f.root + "/proc/self/cgroup", "4:memory:/job\n");
+    std::string dir = f.root + "/sys/fs/cgroup/memory/job";
+    put(dir + "/memory.limit_in_bytes", "1073741824\n");
+    put(dir + "/memory.usage_in_bytes", "100\n");
+    put(dir + "/memory.stat", "total_cache 0\ntotal_shmem 0\n");
+    MemoryFigures m = read_memory_figures();
+    REQUIRE(m.limited);
+    CHECK_FALSE(read_pressure_signals(m.where).readable);
+    CHECK_FALSE(read_pressure_signals("").readable);
+}

@@ -190,3 +190,46 @@ TEST_CASE("the effective settings print as a config that parses back") {
     CHECK(again.python_depth == 2);
     CHECK(config_error_line("x", false).find("SPILLWAY_ON_ERROR=continue") != std::string::npos);
 }
+
+TEST_CASE("tiering keys: defaults, every key read, bad values named") {
+    Settings d;
+    CHECK(d.tiering.enabled);
+    CHECK(d.tiering.min_size == 64ull << 20);
+    CHECK(d.tiering.promote_rate == 1ull << 30);
+    CHECK(d.tiering.interval_ms == 100);
+    CHECK(d.tiering.cooldown_ms == 10000);
+    CHECK(d.tiering.demote_margin == 128ull << 20);
+    CHECK(d.tiering.horizon_ms == 500);
+    Settings s;
+    auto err = parse_config_text(R"(
+[tiering]
+enabled = false
+min_size = "128MiB"
+promote_rate = "256MiB"
+interval_ms = 50
+cooldown_ms = 0
+demote_margin = "64MiB"
+horizon_ms = 2000
+)", "job.toml", s);
+    REQUIRE_FALSE(err);
+    CHECK_FALSE(s.tiering.enabled);
+    CHECK(s.tiering.min_size == 128ull << 20);
+    CHECK(s.tiering.promote_rate == 256ull << 20);
+    CHECK(s.tiering.interval_ms == 50);
+    CHECK(s.tiering.cooldown_ms == 0);
+    CHECK(s.tiering.demote_margin == 64ull << 20);
+    CHECK(s.tiering.horizon_ms == 2000);
+    std::string e = parse_error("[tiering]\ninterval_ms = 1");
+    CHECK(e.find("job.toml:2") == 0);
+    CHECK(e.find("key 'tiering.interval_ms'") != std::string::npos);
+    CHECK(e.find("from 10 to 60000") != std::string::npos);
+    e = parse_error("[tiering]\npromote_rate = 0");
+    CHECK(e.find("key 'tiering.promote_rate'") != std::string::npos);
+    e = parse_error("[tiering]\nspeed = 1");
+    CHECK(e.find("unknown key") != std::string::npos);
+    // The printed settings parse back to the same values.
+    Settings back;
+    REQUIRE_FALSE(parse_config_text(describe_settings(s), "printed", back));
+    CHECK(back.tiering.horizon_ms == 2000);
+    CHECK_FALSE(back.tiering.enabled);
+}

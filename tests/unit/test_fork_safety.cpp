@@ -6,6 +6,9 @@
 #include "fork_safety.h"
 #include "large.h"
 #include "region.h"
+#include "rehome.h"
+#include "arena.h"
+#include "backing.h"
 #include "shim_fixture.h"
 
 #include <atomic>
@@ -143,5 +146,47 @@ TEST_CASE("a normal fork child keeps a working large path and a private copy of 
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     CHECK(inherited[0] == 7);
+    large_free(inherited);
+}
+
+TEST_CASE("an untrusted fork child moves no region; a trusted one knows which regions it inherited") {
+    test::bring_up();
+    bool use_small = false;
+    auto *inherited = (unsigned char *)large_alloc(4 << 20, 0, 0, &use_small);
+    REQUIRE(inherited);
+    memset(inherited, 9, 4 << 20);
+    Region *r = arena::region_at(inherited);
+    REQUIRE(r);
+    // Untrusted: the fork interrupted the large lock's holder on this thread.
+    large_lock().lock();
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        SpillFile *dest = nullptr;
+        bool ok = fork_child_untrusted() && new_dedicated_disk_file(r->map_len, &dest) == 0 &&
+                  rehome_region(r, dest) == -EPERM && r->backing != Backing::none &&
+                  inherited[0] == 9 && inherited[(4 << 20) - 1] == 9;
+        _exit(ok ? 0 : 1);
+    }
+    fork_parent();
+    large_lock().unlock();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(last_fork_ns() > r->born_ns); // the parent knows it forked after the region's birth
+    // Trusted: the tiering controller skips regions born before the fork.
+    fork_prepare();
+    pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        bool ok = !fork_child_untrusted() && forked_at_ns() > r->born_ns && last_fork_ns() == 0;
+        _exit(ok ? 0 : 1);
+    }
+    fork_parent();
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
     large_free(inherited);
 }

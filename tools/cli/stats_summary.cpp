@@ -43,6 +43,12 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
                     s.fallbacks[reason] += n.integer;
                     pl.fallbacks += n.integer;
                 }
+        if (const JsonValue *t = v.get("tiering"); t && t->kind == JsonValue::Kind::object) {
+            s.promotions += t->count("promotions");
+            s.promoted_bytes += t->count("promoted_bytes");
+            s.demotions += t->count("demotions");
+            s.demoted_bytes += t->count("demoted_bytes");
+        }
         s.routing += regions_here > 0;
         pl.regions = regions_here;
         s.per_process.push_back(pl);
@@ -91,6 +97,11 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
         fb += " (see the shim's warnings above for why)";
     }
     out.push_back(fb);
+    if (s.promotions || s.demotions)
+        out.push_back("spillway:   tiering: " + std::to_string(s.promotions) + " promotion" +
+                      (s.promotions == 1 ? "" : "s") + " to memory (" + human_size(s.promoted_bytes) + "), " +
+                      std::to_string(s.demotions) + " demotion" + (s.demotions == 1 ? "" : "s") + " to disk (" +
+                      human_size(s.demoted_bytes) + "), in place; the log at info level says why");
     if (s.processes > 1) {
         out.push_back("spillway:   by process (bytes placed, peak held at once):");
         size_t shown = std::min(s.per_process.size(), kMaxProcessLines);

@@ -35,6 +35,8 @@ struct StatsSummary {
     uint64_t peak[3] = {}; // largest per-process peak
     std::map<std::string, uint64_t> fallbacks; // reason -> count, only non-zero
     std::vector<ProcessLine> per_process;      // by rank (numeric), then pid
+    // Tiering: regions moved in place (summed over processes).
+    uint64_t promotions = 0, promoted_bytes = 0, demotions = 0, demoted_bytes = 0;
 };
 
 StatsSummary summarize_stats(const std::vector<std::string> &lines);

@@ -1,0 +1,165 @@
+// test_tiering_cgroup.cpp — adaptive tiering in a real memory cgroup
+// (shim/tiering.h): a first-run scatter buffer on disk is promoted into
+// memory in place; a memory region is demoted to disk when the job's other
+// memory grows past the limit, so the job survives where, with tiering off,
+// it is OOM-killed; two processes of one cgroup wanting more than its
+// headroom between them: exactly one is promoted. Each job runs as
+// tiering_job (see its opening comment) in a fresh cgroup.
+#include "memcg.h"
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+using namespace control_test;
+
+namespace {
+
+std::map<std::string, std::string> keys(const std::string &out) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+        if (size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+    return m;
+}
+
+std::string job_path() {
+    const char *p = getenv("SPILLWAY_TIERING_JOB");
+    REQUIRE(p);
+    return p;
+}
+
+// A config file for the job (the tiering keys have no environment variable).
+std::string write_config(const std::string &name, const std::string &text) {
+    std::string path = spill_dir() + "/../" + name + ".toml";
+    std::ofstream(path) << text;
+    return path;
+}
+
+struct Run {
+    std::string out;
+    int status = -1;
+};
+
+SpawnOptions in_cgroup(const MemoryCgroup &cg, std::vector<std::string> env) {
+    SpawnOptions o;
+    o.program = job_path();
+    o.set_env = std::move(env);
+    std::string procs = cg.procs_file();
+    o.before_exec = [procs] {
+        if (!join_cgroup(procs.c_str())) _exit(3);
+    };
+    return o;
+}
+
+std::string slurp(const std::string &path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+} // namespace
+
+TEST_CASE("first run, no profile: the scatter buffer is promoted to memory in place, bytes intact") {
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    REQUIRE(cg);
+    // The figures (2 GiB, 256 MiB, 1 GiB cgroup) are measured by
+    // tests/bench/tiering.sh; here half the sizes keep the suite short.
+    REQUIRE(cg->set_limit(512 * MiB));
+    std::string stats = spill_dir() + "/../tiering-first-run.jsonl";
+    unlink(stats.c_str());
+    Run r;
+    r.out = run_helper({"first-run", "1024", "128", "10"}, &r.status,
+                       in_cgroup(*cg, {"SPILLWAY_STATS=" + stats, "SPILLWAY_LOG=info"}));
+    INFO(r.out);
+    REQUIRE(r.status == 0);
+    auto k = keys(r.out);
+    CHECK(k["dataset_backing"] == "1");
+    CHECK(k["scatter_backing"] == "1"); // no profile: disk at first
+    CHECK(k["promoted_after_ms"] != "-1");
+    CHECK(k["scatter_backing_end"] == "2");
+    CHECK(k["intact"] == "1");
+    std::string line = slurp(stats);
+    INFO(line);
+    CHECK(line.find("\"promotions\":1,") != std::string::npos);
+    CHECK(line.find("\"promoted_bytes\":134217728") != std::string::npos);
+    unlink(stats.c_str());
+}
+
+TEST_CASE("growth past the limit: the memory region is demoted and the job survives; without tiering it is OOM-killed") {
+    // Half the sizes (tests/bench/tiering.sh runs 600 MiB in 1 GiB),
+    // and a 64 MiB reserve so that 300 MiB has headroom in 512 MiB.
+    std::string on = write_config("tiering-on", "[memory]\nreserve = \"64MiB\"\n");
+    std::string off = write_config("tiering-off", "[memory]\nreserve = \"64MiB\"\n[tiering]\nenabled = false\n");
+    for (bool tiering : {true, false}) {
+        std::string why;
+        auto cg = MemoryCgroup::create(&why);
+        REQUIRE(cg);
+        REQUIRE(cg->set_limit(512 * MiB));
+        std::vector<std::string> env = {"SPILLWAY_LOG=info", "SPILLWAY_CONFIG=" + (tiering ? on : off)};
+        Run r;
+        r.out = run_helper({"growth", "300", "320", "200"}, &r.status, in_cgroup(*cg, env));
+        INFO("tiering " << (tiering ? "on" : "off") << ", exit status " << r.status << "\n" << r.out);
+        auto k = keys(r.out);
+        CHECK(k["placed"] == "2"); // random access with headroom: memory
+        if (tiering) {
+            CHECK(r.status == 0);
+            CHECK(k["after_growth"] == "1"); // moved to disk in place
+            CHECK(k["intact"] == "1");
+            CHECK(k["survived"] == "1");
+        } else {
+            CHECK(r.status == 128 + SIGKILL); // the OOM killer
+            CHECK(k.count("survived") == 0);
+        }
+    }
+    unlink(on.c_str());
+    unlink(off.c_str());
+}
+
+TEST_CASE("two processes in one cgroup each want 200 MiB of 250 MiB headroom: exactly one gets it") {
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    REQUIRE(cg);
+    // No reserve, a small demotion margin: the headroom is the limit minus
+    // what the two processes use besides their disk regions (a few MiB).
+    std::string cfg = write_config("tiering-two", "[memory]\nreserve = 0\n[tiering]\ndemote_margin = \"16MiB\"\n");
+    uint64_t base = cg->usage();
+    // (tests/bench/tiering.sh is not needed for this one: the 400 of
+    // 500 MiB is the same race at twice the size.)
+    REQUIRE(cg->set_limit(base + 260 * MiB));
+    SpawnOptions o = in_cgroup(*cg, {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_LOG=info"});
+    Helper a = spawn_helper({"want-promotion", "200", "4"}, o);
+    Helper b = spawn_helper({"want-promotion", "200", "4"}, o);
+    auto collect = [](Helper &h, int *status) {
+        close(h.to_child);
+        h.to_child = -1;
+        std::string out;
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(h.from_child, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
+        *status = h.wait();
+        return out;
+    };
+    int sa = -1, sb = -1;
+    std::string oa = collect(a, &sa), ob = collect(b, &sb);
+    INFO("A (exit " << sa << "):\n" << oa << "B (exit " << sb << "):\n" << ob);
+    REQUIRE(sa == 0);
+    REQUIRE(sb == 0);
+    auto ka = keys(oa), kb = keys(ob);
+    CHECK(ka["placed"] == "1");
+    CHECK(kb["placed"] == "1");
+    CHECK((ka["promoted"] == "1") + (kb["promoted"] == "1") == 1);
+    CHECK(ka["intact"] == "1");
+    CHECK(kb["intact"] == "1");
+    unlink(cfg.c_str());
+}

@@ -1,0 +1,177 @@
+// tiering_job.cpp — the jobs of the tiering tests (test_tiering_cgroup.cpp)
+// and of the tiering benchmark (tests/bench/tiering.sh). Linked against
+// libspillway, run in a memory cgroup; each prints "key=value" lines.
+//
+//   first-run DATASET_MIB SCATTER_MIB WRITES_M
+//       fills a DATASET region in order, then writes WRITES_M million random
+//       8-byte words into a SCATTER region (both from their own call site,
+//       no profile: both start on disk); prints when the scatter region
+//       became memory-backed, the scatter phase's time, and whether every
+//       byte is intact.
+//   growth REGION_MIB GROW_MIB RATE_MIB_S
+//       places a REGION in memory (SPILLWAY_RANDOM_ACCESS), fills it, then
+//       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
+//       the region's backing before and after (once a move under way has
+//       finished) and whether it is intact.
+//   want-promotion REGION_MIB SECONDS
+//       a disk region written at random for SECONDS, 8 words every 5 ms
+//       (enough for the detector, few enough pages that the run does not
+//       wait on the disk); prints whether it was promoted (two of these run
+//       in one cgroup).
+#include "spillway.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t MiB = size_t(1) << 20;
+
+double ms_since(Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+// Separate functions: separate call sites, as a real job's two buffers.
+__attribute__((noinline)) uint64_t *alloc_dataset(size_t n) { return (uint64_t *)malloc(n); }
+__attribute__((noinline)) uint64_t *alloc_scatter(size_t n) { return (uint64_t *)malloc(n); }
+
+int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
+    size_t dn = dataset_mib * MiB / 8, sn = scatter_mib * MiB / 8;
+    uint64_t *data = alloc_dataset(dn * 8);
+    uint64_t *scatter = alloc_scatter(sn * 8);
+    if (!data || !scatter) return 3;
+    printf("dataset_backing=%d\nscatter_backing=%d\n", spillway_backing(data), spillway_backing(scatter));
+    auto t = Clock::now();
+    for (size_t i = 0; i < dn; i++) data[i] = mix(i);
+    printf("fill_ms=%.0f\n", ms_since(t));
+    fflush(stdout);
+    // The random phase: word k%sn... at random, each word only ever holds
+    // mix(index) + 1, so the end state is checkable without a copy.
+    auto t0 = Clock::now();
+    double promoted_ms = -1;
+    size_t writes = writes_m * 1000000, promoted_at = 0;
+    uint64_t x = 88172645463325252ull;
+    for (size_t k = 0; k < writes; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t i = x % sn;
+        scatter[i] = mix(i) + 1;
+        // Looked at every 256 writes: on disk they take up to a millisecond each.
+        if (promoted_ms < 0 && (k & 255) == 0 && spillway_backing(scatter) == SPILLWAY_MEMORY) {
+            promoted_ms = ms_since(t0);
+            promoted_at = k;
+        }
+    }
+    double scatter_ms = ms_since(t0);
+    printf("promoted_after_ms=%.0f\npromoted_after_writes=%zu\nscatter_ms=%.0f\n", promoted_ms, promoted_at,
+           scatter_ms);
+    printf("scatter_backing_end=%d\n", spillway_backing(scatter));
+    size_t bad = 0, touched = 0;
+    for (size_t i = 0; i < sn; i++) {
+        if (scatter[i]) touched++;
+        if (scatter[i] && scatter[i] != mix(i) + 1) bad++;
+    }
+    for (size_t i = 0; i < dn; i += 97)
+        if (data[i] != mix(i)) bad++;
+    printf("touched_words=%zu\nbad_words=%zu\nintact=%d\n", touched, bad, bad == 0 && touched > sn / 4);
+    free(scatter);
+    free(data);
+    return 0;
+}
+
+int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s) {
+    size_t rn = region_mib * MiB / 8;
+    uint64_t *region = (uint64_t *)spillway_alloc(rn * 8, SPILLWAY_RANDOM_ACCESS);
+    if (!region) return 3;
+    printf("placed=%d\n", spillway_backing(region));
+    fflush(stdout);
+    for (size_t i = 0; i < rn; i++) region[i] = mix(i);
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    printf("before_growth=%d\n", spillway_backing(region));
+    fflush(stdout);
+    // Grow in steps of 8 MiB at the given rate, with 4 KiB blocks (the small path).
+    std::vector<char *> blocks;
+    blocks.reserve(grow_mib * 256);
+    auto t0 = Clock::now();
+    for (size_t step = 0; step < grow_mib / 8; step++) {
+        for (int b = 0; b < 2048; b++) {
+            char *p = (char *)malloc(4096);
+            if (!p) return 4;
+            memset(p, (int)(step + b), 4096);
+            blocks.push_back(p);
+        }
+        double due = (double)(step + 1) * 8 * 1000 / (double)rate_mib_s;
+        double now = ms_since(t0);
+        if (due > now) std::this_thread::sleep_for(std::chrono::microseconds((long)((due - now) * 1000)));
+    }
+    printf("grown_mib=%zu\ngrow_ms=%.0f\n", grow_mib, ms_since(t0));
+    // A demotion frees memory chunk by chunk as it goes and changes the
+    // backing once the last chunk is on disk, which on a loaded disk can be
+    // after the growth: wait for it (at most 60 s), and say how long.
+    auto t1 = Clock::now();
+    while (spillway_backing(region) != SPILLWAY_DISK && ms_since(t1) < 60000)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    printf("after_growth=%d\nwaited_for_move_ms=%.0f\n", spillway_backing(region), ms_since(t1));
+    size_t bad = 0;
+    for (size_t i = 0; i < rn; i++)
+        if (region[i] != mix(i)) bad++;
+    printf("intact=%d\n", bad == 0);
+    printf("survived=1\n");
+    return 0;
+}
+
+int want_promotion(size_t region_mib, double seconds) {
+    size_t n = region_mib * MiB / 8;
+    uint64_t *p = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_DISK);
+    if (!p) return 3;
+    printf("placed=%d\n", spillway_backing(p));
+    fflush(stdout);
+    auto t0 = Clock::now();
+    uint64_t x = (uint64_t)getpid() * 2654435761u + 1;
+    double promoted_ms = -1;
+    while (ms_since(t0) < seconds * 1000) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (int k = 0; k < 8; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            size_t i = x % n;
+            p[i] = mix(i) + 1;
+        }
+        if (promoted_ms < 0 && spillway_backing(p) == SPILLWAY_MEMORY) promoted_ms = ms_since(t0);
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] && p[i] != mix(i) + 1) bad++;
+    printf("promoted=%d\npromoted_after_ms=%.0f\nintact=%d\n", promoted_ms >= 0, promoted_ms, bad == 0);
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    if (argc == 5 && strcmp(argv[1], "first-run") == 0)
+        return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if (argc == 5 && strcmp(argv[1], "growth") == 0)
+        return growth(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if (argc == 4 && strcmp(argv[1], "want-promotion") == 0)
+        return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0));
+    fprintf(stderr, "tiering_job: unknown command; see the opening comment of tests/control/tiering_job.cpp\n");
+    return 2;
+}

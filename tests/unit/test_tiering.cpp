@@ -1,0 +1,148 @@
+// test_tiering.cpp — the tiering rules (shim/tiering.h): what is promoted,
+// in which order, within which room and rate; when pressure demotes and
+// what goes first; cooldowns against thrash.
+#include "tiering.h"
+
+#include <catch2/catch.hpp>
+
+using namespace spillway;
+
+static constexpr uint64_t MiB = 1 << 20;
+static constexpr uint64_t S = 1'000'000'000ull;
+
+static TierCandidate disk_random(size_t mib, uint32_t fault_rate = 0) {
+    TierCandidate c;
+    c.start = 0x1000 * mib;
+    c.bytes = mib * MiB;
+    c.backing = Backing::disk;
+    c.phase = 2;
+    c.fault_rate = fault_rate;
+    return c;
+}
+
+TEST_CASE("promotion room: limit minus unreclaimable, reserve and others' claims") {
+    CHECK(promotion_room(true, 1024 * MiB, 100 * MiB, 256 * MiB, 0) == 668 * MiB);
+    CHECK(promotion_room(true, 1024 * MiB, 100 * MiB, 256 * MiB, 400 * MiB) == 268 * MiB);
+    CHECK(promotion_room(true, 1024 * MiB, 900 * MiB, 256 * MiB, 0) == 0);
+    CHECK(promotion_room(false, 0, 0, 256 * MiB, 0) == UINT64_MAX);
+}
+
+TEST_CASE("only random-phase disk regions of at least min_size are promoted") {
+    TierSettings s;
+    std::vector<TierCandidate> c = {disk_random(256), disk_random(256), disk_random(256), disk_random(32)};
+    c[1].phase = 1;               // sequential
+    c[2].backing = Backing::anon; // already in memory
+    auto plan = plan_promotions(c, 10000 * MiB, 1e12, 100 * S, s);
+    REQUIRE(plan.size() == 1);
+    CHECK(plan[0] == 0);
+}
+
+TEST_CASE("short room: the most benefit per byte goes first; what does not fit is skipped") {
+    TierSettings s;
+    // 512 MiB at 1000 faults/s, 256 MiB at 1000 faults/s (twice the benefit
+    // per byte), 128 MiB at 100 faults/s.
+    std::vector<TierCandidate> c = {disk_random(512, 1000), disk_random(256, 1000), disk_random(128, 100)};
+    auto plan = plan_promotions(c, 400 * MiB, 1e12, 100 * S, s);
+    REQUIRE(plan.size() == 2);
+    CHECK(plan[0] == 1); // best benefit
+    CHECK(plan[1] == 2); // 512 does not fit in the 144 MiB left, 128 does
+    CHECK(plan_promotions(c, 100 * MiB, 1e12, 100 * S, s).empty());
+}
+
+TEST_CASE("the promotion rate limits bytes per second; a region larger than a second's worth waits for a full budget") {
+    TierSettings s;
+    s.promote_rate = 512 * MiB;
+    std::vector<TierCandidate> c = {disk_random(256), disk_random(256), disk_random(1024)};
+    auto plan = plan_promotions(c, 100000 * MiB, 300 * MiB, 100 * S, s);
+    REQUIRE(plan.size() == 1); // 300 MiB of budget: one 256 MiB region
+    std::vector<TierCandidate> big = {disk_random(1024)};
+    CHECK(plan_promotions(big, 100000 * MiB, 500 * MiB, 100 * S, s).empty());
+    CHECK(plan_promotions(big, 100000 * MiB, 512 * MiB, 100 * S, s).size() == 1);
+}
+
+TEST_CASE("a region moved recently waits out a cooldown that doubles with each move") {
+    TierSettings s;
+    s.cooldown_ms = 1000;
+    TierCandidate c = disk_random(256);
+    c.moves = 1;
+    c.last_move_ns = 10 * S;
+    CHECK_FALSE(cooled_down(c, 10 * S + S / 2, s));
+    CHECK(cooled_down(c, 11 * S, s));
+    c.moves = 3; // 4x
+    CHECK_FALSE(cooled_down(c, 13 * S, s));
+    CHECK(cooled_down(c, 14 * S, s));
+    c.moves = 50; // capped at 32x
+    CHECK(cooled_down(c, 42 * S, s));
+    std::vector<TierCandidate> v = {c};
+    v[0].moves = 1;
+    CHECK(plan_promotions(v, 10000 * MiB, 1e12, 10 * S + 1, s).empty());
+}
+
+TEST_CASE("pressure: margin, growth forecast, kernel events and PSI") {
+    TierSettings s; // margin 128 MiB, horizon 500 ms
+    PressureInput in;
+    in.limited = true;
+    in.limit = 1024 * MiB;
+    in.unreclaimable = 500 * MiB;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    in.unreclaimable = 950 * MiB;
+    PressureVerdict v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::near_limit);
+    CHECK(v.need == 54 * MiB);
+    in.unreclaimable = 700 * MiB; // 324 MiB away, growing 600 MiB/s: 300 MiB within 500 ms
+    in.growth = 600.0 * MiB;
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == (128 + 300 - 324) * MiB);
+    in.growth = -600.0 * MiB; // shrinking: no forecast
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    in.new_max_events = 2;
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::kernel_pressure);
+    CHECK(v.need == 128 * MiB);
+    in.new_max_events = 0;
+    in.psi_some_avg10 = 25;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::kernel_pressure);
+    in.psi_some_avg10 = 1;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    in.limited = false;
+    in.unreclaimable = 5000 * MiB;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+}
+
+TEST_CASE("demotion: memory and anon only, coldest first, until the need is covered") {
+    TierSettings s;
+    std::vector<TierCandidate> c(5);
+    c[0] = disk_random(512);                      // on disk already
+    c[1] = disk_random(256, 5000);                // hot anon
+    c[1].backing = Backing::anon;
+    c[2] = disk_random(256, 10);                  // cold memory
+    c[2].backing = Backing::memory;
+    c[3] = disk_random(512, 10);                  // as cold per byte (half the rate per byte... see below)
+    c[3].backing = Backing::anon;
+    c[3].fault_rate = 20;                         // same benefit per byte as c[2]
+    c[4] = disk_random(32);                       // below min_size
+    c[4].backing = Backing::anon;
+    auto plan = plan_demotions(c, 100 * MiB, s);
+    REQUIRE(plan.size() == 1);
+    CHECK(plan[0] == 3); // equal benefit, never moved: the larger frees more at once
+    plan = plan_demotions(c, 600 * MiB, s);
+    REQUIRE(plan.size() == 2);
+    CHECK(plan[0] == 3);
+    CHECK(plan[1] == 2);
+    c[3].last_move_ns = 5 * S; // just promoted: goes after the one that never moved
+    plan = plan_demotions(c, 100 * MiB, s);
+    CHECK(plan[0] == 2);
+    plan = plan_demotions(c, 10000 * MiB, s);
+    CHECK(plan.size() == 3); // the hot one too, last: survival first
+    CHECK(plan[2] == 1);
+}
+
+TEST_CASE("growth: a rate per look, and only growth sustained over two looks is a trend") {
+    CHECK(growth_rate(100 * MiB, 200 * MiB, S / 10) == Approx(1000.0 * MiB));
+    CHECK(growth_rate(200 * MiB, 100 * MiB, S / 10) == Approx(-1000.0 * MiB));
+    CHECK(growth_rate(1, 2, 0) == 0);
+    CHECK(sustained_growth(0, 4000.0 * MiB) == 0);          // one jump
+    CHECK(sustained_growth(300.0 * MiB, 350.0 * MiB) == Approx(300.0 * MiB));
+    CHECK(sustained_growth(-5.0, 100.0) == -5.0);
+}

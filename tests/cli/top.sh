@@ -56,10 +56,17 @@ tty_out=$(NO_COLOR=1 script -qec "$spillway top --once --pid $pid" /dev/null </d
 case "$tty_out" in *$'\033'*) fail "escape sequences with NO_COLOR: $tty_out" ;; esac
 
 # The live view: q and Ctrl-C both end it with status 0, the terminal's
-# settings as they were and the cursor shown again.
+# settings as they were and the cursor shown again. The key is sent once the
+# first frame is on screen (a fixed sleep raced a loaded machine). The
+# wrapping shell ignores SIGINT as an interactive shell would (dash, script's
+# shell when SHELL is unset, otherwise dies of the Ctrl-C meant for top); top
+# installs its own handler, and a top killed by SIGINT still shows as 130.
 for key in q $'\003'; do
-    live=$( (sleep 2.5; printf '%s' "$key") |
-        timeout 20 script -qec "stty -g; $spillway top --pid $pid; echo status=\$?; stty -g" /dev/null)
+    screen="$SCRATCH/screen"; : >"$screen"
+    live=$( (for _ in $(seq 150); do grep -q "spillway top:" "$screen" && break; sleep 0.1; done
+             sleep 0.3; printf '%s' "$key") |
+        timeout 30 script -qec "trap '' INT; stty -g; $spillway top --pid $pid; echo status=\$?; stty -g" /dev/null |
+        tee "$screen")
     expect_status 0 $? "live view ($(printf '%q' "$key"))"
     expect_contains "$live" "status=0" "live view exit status ($(printf '%q' "$key"))"
     expect_contains "$live" $'\033[?25l' "cursor hidden while live"

@@ -4,6 +4,7 @@
 #include "arena.h"
 #include "fd_policy.h"
 #include "log.h"
+#include "reaper.h"
 #include "region.h"
 #include "spilldir.h"
 
@@ -347,25 +348,38 @@ int grow_backing(Region *r, size_t new_map_len) {
     return 0;
 }
 
+namespace {
+// A pool range becomes a hole again: the blocks (or RAM) go back and a reuse
+// reads zeros. Never from a fork child: the pool is the parent's.
+bool punch_pool_range(SpillFile *f, uint64_t off, size_t len) {
+    if (f->foreign) return true;
+    if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) return true;
+    SPW_LOG(warn, "could not punch a freed %s range (%s); its address range is retired", backing_name(f->kind),
+            strerror(errno));
+    return false;
+}
+} // namespace
+
 bool release_backing(Region *r) {
     SpillFile *f = r->file;
     r->file = nullptr;
     if (!f) return true;
-    if (f->pool) {
-        if (f->foreign) return true; // the parent's pool: never punched from a fork child
-        // A hole again: the blocks (or RAM) go back and a reuse reads zeros.
-        if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->file_off,
-                      (off_t)r->map_len) == 0)
-            return true;
-        SPW_LOG(warn, "could not punch a freed %s range (%s); its address range is retired",
-                backing_name(f->kind), strerror(errno));
-        return false;
-    }
+    if (f->pool) return punch_pool_range(f, r->file_off, r->map_len);
     // Dedicated: closing our descriptor only drops our reference; the last
     // close of an unnamed file frees it. A fork child's close leaves the
     // parent's descriptor and file untouched.
     close_spill_file(f);
     return true;
+}
+
+bool release_left_pool(Region *r) {
+    SpillFile *f = r->left_pool;
+    r->left_pool = nullptr;
+    return !f || punch_pool_range(f, r->left_pool_off, r->left_pool_len);
+}
+
+void release_left_file(SpillFile *f) {
+    if (f) reaper_submit_file(f);
 }
 
 int initial_advice(size_t map_len, bool random_access) {

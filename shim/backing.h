@@ -39,6 +39,7 @@ struct SpillFile {
     bool pool = false;
     bool foreign = false;
     char exported[256] = {0}; // path once exported
+    SpillFile *queue_next = nullptr; // the reaper's queue of files to close (reaper.h)
 };
 
 struct Region;
@@ -69,6 +70,13 @@ int grow_backing(Region *r, size_t new_map_len);
 // False when a pool range could not be punched (its arena space must then
 // never be reused, since a reuse would not read as zeros).
 bool release_backing(Region *r);
+// The pool range r was moved away from, if any (Region::left_pool): punched
+// when r is retired. Returns false when it could not be punched.
+bool release_left_pool(Region *r);
+// A dedicated file a region has just left (rehome.h): closed by the reaper
+// thread, because the last close of a large file can take seconds (ext4
+// discarding its blocks) and the mover holds locks that pins wait on.
+void release_left_file(SpillFile *f);
 
 // Creates a dedicated reserved file of len bytes (for spill and export).
 int new_dedicated_disk_file(size_t len, SpillFile **out);

@@ -38,7 +38,7 @@ static bool g_untrusted = false;
 void large_init(const Settings &s) {
     g_settings = &s;
     g_page = (size_t)sysconf(_SC_PAGESIZE);
-    reaper_init(large_retire);
+    reaper_init(large_retire, close_spill_file);
 }
 
 const Settings &large_settings() { return *g_settings; }
@@ -207,6 +207,7 @@ void large_retire(Region *r) {
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = unmapped && release_backing(r);
+    clean = release_left_pool(r) && clean;
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(r->start, r->va_len);
     registry_unlink(r);

@@ -1,6 +1,7 @@
 // reaper.cpp — see reaper.h.
 #include "reaper.h"
 
+#include "backing.h"
 #include "fork_safety.h"
 #include "region.h"
 
@@ -12,11 +13,13 @@ namespace spillway {
 
 namespace {
 RetireFn g_retire = nullptr;
+CloseFileFn g_close_file = nullptr;
 // Plain pthread objects: statically initialised, so they work before C++
 // static initialisers run and can be re-initialised in a fork child.
 pthread_mutex_t g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_idle = PTHREAD_COND_INITIALIZER;
 Region *g_head = nullptr, *g_tail = nullptr; // FIFO through Region::queue_next
+SpillFile *g_files = nullptr;                 // LIFO through SpillFile::queue_next
 unsigned long g_submitted = 0, g_retired = 0;
 bool g_started = false, g_failed = false;
 // Backpressure: when frees outpace the thread, the freeing caller retires
@@ -33,7 +36,17 @@ void *reaper_main(void *) {
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     pthread_mutex_lock(&g_queue_lock);
     for (;;) {
-        while (!g_head) pthread_cond_wait(&g_wake, &g_queue_lock);
+        while (!g_head && !g_files) pthread_cond_wait(&g_wake, &g_queue_lock);
+        if (SpillFile *f = g_files) {
+            g_files = f->queue_next;
+            f->queue_next = nullptr;
+            pthread_mutex_unlock(&g_queue_lock);
+            g_close_file(f);
+            pthread_mutex_lock(&g_queue_lock);
+            g_retired++;
+            pthread_cond_broadcast(&g_idle);
+            continue;
+        }
         Region *r = g_head;
         g_head = r->queue_next;
         if (!g_head) g_tail = nullptr;
@@ -64,20 +77,43 @@ bool start_thread() {
 }
 } // namespace
 
-void reaper_init(RetireFn retire) { g_retire = retire; }
+void reaper_init(RetireFn retire, CloseFileFn close_file) {
+    g_retire = retire;
+    g_close_file = close_file;
+}
+
+namespace {
+// With g_queue_lock held: whether the thread runs (started now if need be)
+// and can take one more job.
+bool can_queue() {
+    if (!g_failed && !g_started) {
+        // Creating a thread allocates (TLS, stack): safe here because no
+        // lock of the large path is held and the small path is lock-free.
+        g_started = true;
+        if (!start_thread()) g_failed = true;
+    }
+    return !g_failed && g_submitted - g_retired < kMaxPending;
+}
+} // namespace
+
+void reaper_submit_file(SpillFile *f) {
+    pthread_mutex_lock(&g_queue_lock);
+    if (can_queue()) {
+        f->queue_next = g_files;
+        g_files = f;
+        g_submitted++;
+        pthread_cond_signal(&g_wake);
+        pthread_mutex_unlock(&g_queue_lock);
+        return;
+    }
+    pthread_mutex_unlock(&g_queue_lock);
+    g_close_file(f);
+}
 
 void reaper_submit(Region *r) {
     pthread_mutex_lock(&g_queue_lock);
     {
-        if (!g_failed) {
-            if (!g_started) {
-                // Creating a thread allocates (TLS, stack): safe here because
-                // no lock of the large path is held and the small path is lock-free.
-                g_started = true;
-                if (!start_thread()) g_failed = true;
-            }
-        }
-        if (!g_failed && g_submitted - g_retired < kMaxPending) {
+        if (can_queue()) {
             r->queue_next = nullptr;
             if (g_tail) g_tail->queue_next = r;
             else g_head = r;
@@ -106,13 +142,22 @@ void reaper_after_fork_child(bool retire_pending) {
     // Untrusted (the fork interrupted a queue update on this thread): the
     // queue may be half-linked; its regions stay mapped in this child.
     Region *pending = retire_pending ? g_head : nullptr;
+    SpillFile *files = retire_pending ? g_files : nullptr;
     g_head = g_tail = nullptr;
+    g_files = nullptr;
     g_submitted = g_retired = 0;
     g_started = false;
     g_failed = false;
     g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
     g_wake = PTHREAD_COND_INITIALIZER;
     g_idle = PTHREAD_COND_INITIALIZER;
+    // Closing the child's descriptor leaves the parent's file as it is.
+    while (files) {
+        SpillFile *next = files->queue_next;
+        files->queue_next = nullptr;
+        g_close_file(files);
+        files = next;
+    }
     while (pending) {
         Region *next = pending->queue_next;
         pending->queue_next = nullptr;

@@ -1,8 +1,12 @@
-// reaper.h — a background thread that retires freed regions.
+// reaper.h — a background thread that retires freed regions and closes the
+// files regions have moved away from.
 //
 // Why: unmapping a large dirty mapping and dropping its file can take from
 // milliseconds to (measured) 107 s when ext4 discards a fragmented file; the
 // caller of free() must not wait for that. free() only queues the region.
+// The same holds for the old file of a region a move took to memory: its
+// last close discarded 256 MiB in 30-65 s (measured) while the mover held
+// the large lock and the job's writers waited on it.
 //
 // Invariants: submit() never blocks on the retiring work (it takes a short
 // queue lock) while fewer than a few regions are pending, and retires inline
@@ -14,10 +18,15 @@
 namespace spillway {
 
 struct Region;
+struct SpillFile;
 using RetireFn = void (*)(Region *);
+using CloseFileFn = void (*)(SpillFile *);
 
-void reaper_init(RetireFn retire);
+void reaper_init(RetireFn retire, CloseFileFn close_file);
 void reaper_submit(Region *r);
+// f is no region's home any more and nobody else holds it: the reaper
+// closes it (inline when the thread cannot run or has too much pending).
+void reaper_submit_file(SpillFile *f);
 // Waits until every region submitted so far is retired (tests, exit stats).
 void reaper_drain();
 // Fork (fork_safety.h). prepare takes the queue lock unless this thread

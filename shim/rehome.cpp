@@ -341,13 +341,27 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         out->bytes = len;
     }
     if (rc != 0) return rc;
+    SpillFile *old_file;
+    uint64_t old_off;
     {
         std::lock_guard<std::mutex> guard(large_lock());
-        release_backing(r); // the old pool range is punched, a dedicated file closed
+        old_file = r->file;
+        old_off = r->file_off;
+        if (old_file && old_file->pool) {
+            // Born in the pool (only a region's birth puts it there): the
+            // range is punched when the region is retired (Region::left_pool).
+            r->left_pool = old_file;
+            r->left_pool_off = old_off;
+            r->left_pool_len = len;
+            old_file = nullptr;
+        }
         r->file = dest;
         r->file_off = 0;
         r->backing = dest->kind;
     }
+    // Outside the large lock (readers of r->file take it, so none holds the
+    // old file now), and off this thread: its last close can take seconds.
+    release_left_file(old_file);
     // The new mapping starts with default advice: apply what the region had
     // (or what a fresh region of its size would get).
     int had = r->advice.load(std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include "access_detector.h"
 #include "arena.h"
+#include "background_thread.h"
 #include "backing.h"
 #include "callsite.h"
 #include "cgroup.h"
@@ -491,17 +492,7 @@ void *sampler_main(void *) {
 
 void sampler_notice() {
     if (g_started.exchange(true)) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t tid;
-    if (pthread_create(&tid, &attr, sampler_main, nullptr) == 0) pthread_setname_np(tid, "spillway-learn");
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    start_background_thread(sampler_main, "spillway-learn", 256 * 1024);
 }
 
 void sampler_stop() { g_stop.store(true); }

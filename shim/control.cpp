@@ -212,10 +212,7 @@ SPW_API void *spillway_alloc(size_t size, unsigned flags) {
         return nullptr;
     }
     if (!spillway_is_active()) return malloc(size);
-    bool use_small = false;
-    void *p = large_alloc(size, 0, flags, &use_small);
-    if (!p && use_small) return mi_malloc(size);
-    return p;
+    return large_allocate_flagged(size, flags);
 }
 
 SPW_API void *spillway_alloc_disk(size_t size, unsigned flags) {

@@ -14,6 +14,7 @@
 #include "tiering_loop.h"
 #include "sampler.h"
 #include "region.h"
+#include "small_alloc.h"
 #include "stats.h"
 #include "writeback.h"
 
@@ -184,6 +185,23 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     return (void *)start;
 }
 
+// The one fallback to the small path: the arena could not take the region.
+static void *region_or_small(size_t size, size_t align, unsigned flags, bool zero) {
+    bool use_small = false;
+    void *p = large_alloc(size, align, flags, &use_small);
+    if (p || !use_small) return p; // a region is born zeroed
+    return small_alloc(size, align, zero);
+}
+
+void *large_allocate(size_t size, size_t align, bool zero) {
+    // Below the threshold only mimalloc's alignment limit brings a request
+    // here: anonymous memory, never a file (policy.h kFlagAlignmentOnly).
+    unsigned flags = size < g_large_threshold ? kFlagAlignmentOnly : 0;
+    return region_or_small(size, align, flags, zero);
+}
+
+void *large_allocate_flagged(size_t size, unsigned flags) { return region_or_small(size, 0, flags, false); }
+
 void large_free(void *p) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
@@ -317,9 +335,7 @@ void *large_realloc(void *p, size_t size) {
         return (void *)moved;
     }
     // Pool-backed (or mremap refused): a fresh region and a copy.
-    bool use_small = false;
-    void *q = large_alloc(size, 0, 0, &use_small);
-    if (!q && use_small) q = mi_malloc(size);
+    void *q = large_allocate(size, 0, false);
     if (!q) {
         errno = ENOMEM;
         return nullptr;

@@ -28,8 +28,19 @@ void large_init(const Settings &s);
 const Settings &large_settings();
 bool large_active();
 
-// Returns the region's start, or nullptr with errno set. *use_small is set
-// when the arena cannot take it (the caller then asks mimalloc instead).
+// What the interposed surface calls for a request mimalloc does not serve
+// (size at or above the threshold, or an alignment above kSmallAlignMax):
+// a region, or a mimalloc block when the arena cannot take one. The large
+// path owns that fallback, and the rule that a request below the threshold
+// is here only for its alignment (an anonymous region, policy.h).
+// nullptr with errno set when neither can be had.
+void *large_allocate(size_t size, size_t align, bool zero);
+// The same for aware code (spillway_alloc): the caller's SPILLWAY_* flags.
+void *large_allocate_flagged(size_t size, unsigned flags);
+
+// The region alone: its start, or nullptr with errno set. *use_small is set
+// when the arena cannot take it (large_allocate then asks mimalloc;
+// spillway_alloc_disk fails instead).
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small);
 void large_free(void *p);
 void *large_realloc(void *p, size_t size);

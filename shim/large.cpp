@@ -54,6 +54,23 @@ static uint64_t monotonic_ns() {
 static size_t page_round(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; }
 
+Region *region_record(uintptr_t start, size_t size, size_t map_len) {
+    Region *r = region_new();
+    if (!r) return nullptr;
+    r->start = start;
+    r->size = size;
+    r->map_len = map_len;
+    r->va_len = va_round(map_len);
+    r->born_ns = monotonic_ns();
+    return r;
+}
+
+void register_region(Region *r) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    registry_link(r);
+    arena::publish(r, r->start, r->va_len);
+}
+
 [[noreturn]] static void invalid_pointer(const char *fn, const void *p) {
     SPW_LOG(error, "%s(): %p is not the start of a live spillway region (double free or "
                    "corrupted pointer); aborting like glibc would", fn, p);
@@ -116,19 +133,14 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         *use_small = true;
         return nullptr;
     }
-    Region *r = region_new();
+    Region *r = region_record(start, size, map_len);
     if (!r) {
         std::lock_guard<std::mutex> guard(large_lock());
         arena::give_back(start, map_len);
         errno = ENOMEM;
         return nullptr;
     }
-    r->start = start;
-    r->size = size;
-    r->map_len = map_len;
-    r->va_len = va_round(map_len);
     r->site = const_cast<CallSite *>(req.site);
-    r->born_ns = monotonic_ns();
     if (int err = place(r, d)) {
         arena::unmap_to_reserved(start, r->va_len);
         {
@@ -164,11 +176,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
                           "orders of magnitude slower than in RAM",
                     size, callsite_describe(r->site, 3).c_str());
     }
-    {
-        std::lock_guard<std::mutex> guard(large_lock());
-        registry_link(r);
-        arena::publish(r, start, r->va_len);
-    }
+    register_region(r);
     stats_on_alloc(r->backing, map_len);
     if (CallSite *site = r->site) {
         site->allocs.fetch_add(1, std::memory_order_relaxed);

@@ -5,22 +5,19 @@
 // refused while this process maps it, exported names are private and
 // unguessable, and stale exports are cleared once per run.
 //
-// Invariant: a region's fields are read under the large lock, then the
-// (possibly slow) system calls run without it.
+// Invariant: this file never touches a Region: what it knows of one is a
+// RegionView the large path copied under its lock (large.h), and every
+// region it makes, moves or names is made, moved or named by the large
+// path. What is left here: argument checks, page-cache and path calls on
+// the file a view names, and export names.
 #include "spillway.h"
 
-#include "arena.h"
 #include "backing.h"
 #include "cgroup.h"
 #include "large.h"
 #include "log.h"
 #include "policy.h"
-#include "region.h"
-#include "rehome.h"
-#include "sampler.h"
-#include "writeback.h"
 #include "spilldir.h"
-#include "stats.h"
 
 #include <cerrno>
 #include <climits>
@@ -29,8 +26,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <mimalloc.h>
-#include <new>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -43,33 +38,9 @@ using namespace spillway;
 
 namespace {
 
-struct View {
-    uintptr_t start = 0;
-    size_t size = 0; // as allocated
-    size_t map_len = 0;
-    Backing backing = Backing::none;
-    int fd = -1;
-    uint64_t file_off = 0;
-    bool is_private = false;
-    Region *region = nullptr;
-};
+using View = RegionView;
 
-// Looks up the live region holding p (any interior pointer).
-bool view_of(const void *p, View &v) {
-    if (!arena::owns(p)) return false;
-    std::lock_guard<std::mutex> guard(large_lock());
-    Region *r = arena::region_at(p);
-    if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return false;
-    v.start = r->start;
-    v.size = r->size;
-    v.map_len = r->map_len;
-    v.backing = r->backing;
-    v.fd = r->file ? r->file->fd : -1;
-    v.file_off = r->file_off;
-    v.is_private = r->is_private;
-    v.region = r;
-    return true;
-}
+bool view_of(const void *p, View &v) { return large_view(p, &v); }
 
 size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
 
@@ -88,19 +59,6 @@ int remove_stale_exports() {
     SPW_LOG(info, "prepared %s: removed %d stale file(s), kept %zu", spill_dir_path().c_str(), r.removed,
             r.kept.size());
     return 0;
-}
-
-// Gives r a file of its own (a spill of memory/anon, or a copy out of a pool).
-int give_dedicated_file(Region *r) {
-    SpillFile *dest = nullptr;
-    if (int err = new_dedicated_disk_file(r->map_len, &dest)) return -err;
-    int rc = rehome_region(r, dest);
-    if (rc != 0) close_spill_file(dest);
-    else {
-        sampler_notice(); // a disk region now, maybe the process's first (large.cpp does the same)
-        writeback_notice();
-    }
-    return rc;
 }
 
 int link_into_dir(int fd, const std::string &name) {
@@ -128,11 +86,8 @@ SPW_API int spillway_is_disk_backed(const void *p) {
 }
 
 SPW_API int spillway_access_phase(const void *p) {
-    if (!arena::owns(p)) return 0;
-    std::lock_guard<std::mutex> guard(large_lock());
-    Region *r = arena::region_at(p);
-    if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return 0;
-    return r->phase.load(std::memory_order_acquire);
+    View v;
+    return view_of(p, v) ? v.phase : 0;
 }
 
 SPW_API int spillway_release_page_cache(const void *p) {
@@ -212,10 +167,7 @@ SPW_API void *spillway_alloc(size_t size, unsigned flags) {
         return nullptr;
     }
     if (!spillway_is_active()) return malloc(size);
-    bool use_small = false;
-    void *p = large_alloc(size, 0, flags, &use_small);
-    if (!p && use_small) return mi_malloc(size);
-    return p;
+    return large_allocate_flagged(size, flags);
 }
 
 SPW_API void *spillway_alloc_disk(size_t size, unsigned flags) {
@@ -256,33 +208,13 @@ SPW_API int spillway_region(const void *p, void **start, size_t *size) {
     return 0;
 }
 
-SPW_API int spillway_spill(void *p) {
-    if (!arena::owns(p)) return -EINVAL;
-    Region *r;
-    {
-        std::lock_guard<std::mutex> guard(large_lock());
-        r = arena::region_at(p);
-        if (!r || r->start != (uintptr_t)p || r->freed.load()) return -EINVAL;
-        if (r->backing == Backing::disk) return 0;
-        if (r->is_private) return -EPERM;
-    }
-    if (!disk_usable()) return -ENOENT;
-    return give_dedicated_file(r);
-}
+SPW_API int spillway_spill(void *p) { return large_move_to_disk(p); }
 
 SPW_API int spillway_export(const void *p, char *path, size_t cap) {
     if (!path || cap == 0) return -EINVAL;
     View v;
-    if (!view_of(p, v)) return -EINVAL;
-    if (v.is_private) return -EPERM;
-    if (!disk_usable()) return -ENOENT;
-    Region *r = v.region;
-    if (r->backing != Backing::disk || !r->file || r->file->pool || r->file->foreign) {
-        if (r->file && r->file->foreign && !r->file->pool) return -EPERM; // mapped, not ours
-        if (int rc = give_dedicated_file(r)) return rc;
-    }
-    SpillFile *f = r->file;
-    if (!f->exported[0]) {
+    if (int rc = large_own_file(p, &v)) return rc;
+    if (!v.exported[0]) {
         if (!getenv(kPreparedMarker)) spillway_prepare_dir(); // first exporter cleans up
         char pid[16];
         snprintf(pid, sizeof pid, "%d-", (int)getpid());
@@ -291,13 +223,14 @@ SPW_API int spillway_export(const void *p, char *path, size_t cap) {
         std::string name = std::string(kExportPrefix) + pid + suffix;
         // The file is exactly as long as the allocation, so that a reader
         // checking the size against its shape (spillway_map, load) agrees.
-        if (ftruncate(f->fd, (off_t)r->size) != 0) return -errno;
-        if (int rc = link_into_dir(f->fd, name)) return rc;
+        if (ftruncate(v.fd, (off_t)v.size) != 0) return -errno;
+        if (int rc = link_into_dir(v.fd, name)) return rc;
         std::string full = spill_dir_path() + "/" + name;
-        snprintf(f->exported, sizeof f->exported, "%s", full.c_str());
+        if (int rc = large_set_exported(p, full.c_str())) return rc;
+        snprintf(v.exported, sizeof v.exported, "%s", full.c_str());
     }
-    if (strlen(f->exported) + 1 > cap) return -ERANGE;
-    memcpy(path, f->exported, strlen(f->exported) + 1);
+    if (strlen(v.exported) + 1 > cap) return -ERANGE;
+    memcpy(path, v.exported, strlen(v.exported) + 1);
     return 0;
 }
 
@@ -306,11 +239,10 @@ SPW_API int spillway_file_path(const void *p, char *path, size_t cap) {
     View v;
     if (!view_of(p, v)) return -EINVAL;
     if (v.is_private) return -EPERM; // the name is the parent's file, not this copy
-    const SpillFile *f = v.region->file;
-    if (!f || !f->exported[0]) return -ENOENT;
-    size_t n = strlen(f->exported) + 1;
+    if (!v.exported[0]) return -ENOENT;
+    size_t n = strlen(v.exported) + 1;
     if (n > cap) return -ERANGE;
-    memcpy(path, f->exported, n);
+    memcpy(path, v.exported, n);
     return 0;
 }
 
@@ -323,58 +255,7 @@ SPW_API void *spillway_map(const char *path, size_t expected_size) {
         errno = ENOSYS;
         return nullptr;
     }
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return nullptr; // errno: ENOENT when missing
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != expected_size) {
-        close(fd);
-        errno = EINVAL; // a wrong size would be read as silently wrong data
-        return nullptr;
-    }
-    size_t page = page_size();
-    size_t map_len = (expected_size + page - 1) & ~(page - 1);
-    uintptr_t start;
-    {
-        std::lock_guard<std::mutex> guard(large_lock());
-        start = arena::take(map_len, arena::kGranule);
-    }
-    Region *r = start ? region_new() : nullptr;
-    void *m = r ? mmap((void *)start, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0)
-                : MAP_FAILED;
-    SpillFile *f = nullptr;
-    if (m != MAP_FAILED) {
-        void *mem = mi_zalloc(sizeof(SpillFile));
-        if (mem) f = new (mem) SpillFile();
-    }
-    if (!f) {
-        int err = m == MAP_FAILED && start && r ? errno : ENOMEM;
-        if (start) {
-            arena::unmap_to_reserved(start, map_len);
-            std::lock_guard<std::mutex> guard(large_lock());
-            arena::give_back(start, map_len);
-        }
-        if (r) region_delete(r);
-        close(fd);
-        errno = err;
-        return nullptr;
-    }
-    f->fd = fd;
-    f->kind = Backing::disk;
-    f->foreign = true; // never extended, punched or truncated by us
-    snprintf(f->exported, sizeof f->exported, "%s", path);
-    r->start = start;
-    r->size = expected_size;
-    r->map_len = map_len;
-    r->va_len = arena::granules(map_len) * arena::kGranule;
-    r->backing = Backing::disk;
-    r->file = f;
-    {
-        std::lock_guard<std::mutex> guard(large_lock());
-        registry_link(r);
-        arena::publish(r, start, r->va_len);
-    }
-    stats_on_alloc(Backing::disk, map_len);
-    return (void *)start;
+    return large_adopt_file(path, expected_size);
 }
 
 SPW_API int spillway_prepare_dir(void) {

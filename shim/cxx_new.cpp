@@ -37,7 +37,7 @@ namespace {
 
 inline void *try_new(size_t size) {
     if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
-    return alloc_large(size, 0, false);
+    return large_allocate(size, 0, false);
 }
 
 inline void *try_new_aligned(size_t size, std::align_val_t align) {

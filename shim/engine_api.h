@@ -55,7 +55,7 @@ namespace spillway {
       -EINVAL)                                                                                   \
     X(int, spillway_prepare_dir, (void), (), -ENOSYS)
 
-constexpr unsigned kEngineApiVersion = 1;
+constexpr unsigned kEngineApiVersion = 2;
 
 struct EngineApi {
     unsigned version; // kEngineApiVersion
@@ -63,11 +63,10 @@ struct EngineApi {
     // Start-up (startup.cpp): settings, spill directory, arena, threads.
     // true when large allocations are routed. A bad config exits 78 here.
     bool (*start)();
-    void *(*large_alloc)(size_t size, size_t align, unsigned flags, bool *use_small);
+    void *(*large_allocate)(size_t size, size_t align, bool zero);
     void (*large_free)(void *p);
     void *(*large_realloc)(void *p, size_t size);
     size_t (*large_usable_size)(const void *p);
-    bool (*large_active)();
     int (*shm_open_path)(const char *path, int flags, mode_t mode, int dirfd);
     int (*shm_resize)(int fd, off_t size, bool truncate_call, int mode, off_t offset);
     int (*shm_unlink_path)(const char *path, int dirfd, int flags);

@@ -13,6 +13,7 @@
 #include "engine_start.h"
 #include "large.h"
 #include "shm.h"
+#include "small_alloc.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -43,10 +44,10 @@ bool may_be_shm(int dirfd, const char *path) {
 
 } // namespace
 
-void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
-    if (const EngineApi *e = engine_routing()) return e->large_alloc(size, align, flags, use_small);
-    *use_small = true;
-    return nullptr;
+// Without a routing engine mimalloc serves everything.
+void *large_allocate(size_t size, size_t align, bool zero) {
+    if (const EngineApi *e = engine_routing()) return e->large_allocate(size, align, zero);
+    return small_alloc(size, align, zero);
 }
 
 // Only arena pointers get here, and only a routing engine makes them (a fork
@@ -64,11 +65,6 @@ void *large_realloc(void *p, size_t size) {
 size_t large_usable_size(const void *p) {
     const EngineApi *e = engine_if_routing();
     return e ? e->large_usable_size(p) : 0;
-}
-
-bool large_active() {
-    const EngineApi *e = engine_routing();
-    return e && e->large_active();
 }
 
 int shm_open_path(const char *path, int flags, mode_t mode, int dirfd) {

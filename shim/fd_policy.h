@@ -3,9 +3,13 @@
 // Why: a program started with stdin/stdout/stderr closed (daemons, `cmd
 // >&-`, subprocess swapping its std fds) would otherwise find the spill
 // directory or a spill file in its stdout slot (found by CPython's
-// test_subprocess under the shim). Every descriptor the shim opens goes
-// through above_stdio(); start-up, which also lets libunwind open its pipe,
-// runs with any closed standard slot temporarily filled.
+// test_subprocess under the shim). Every descriptor the shim opens and
+// keeps goes through above_stdio(); one opened only to be read and closed
+// at once (a /proc or cgroup file) may hold a free standard slot for those
+// few microseconds, and a /dev/shm descriptor opened for the program
+// (shm.cpp) is the program's own, numbered as open(2) would. Start-up,
+// which also lets libunwind open its pipe, runs with any closed standard
+// slot temporarily filled.
 #pragma once
 
 #include <fcntl.h>

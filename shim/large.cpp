@@ -14,6 +14,7 @@
 #include "tiering_loop.h"
 #include "sampler.h"
 #include "region.h"
+#include "small_alloc.h"
 #include "stats.h"
 #include "writeback.h"
 
@@ -52,6 +53,23 @@ static uint64_t monotonic_ns() {
 
 static size_t page_round(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; }
+
+Region *region_record(uintptr_t start, size_t size, size_t map_len) {
+    Region *r = region_new();
+    if (!r) return nullptr;
+    r->start = start;
+    r->size = size;
+    r->map_len = map_len;
+    r->va_len = va_round(map_len);
+    r->born_ns = monotonic_ns();
+    return r;
+}
+
+void register_region(Region *r) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    registry_link(r);
+    arena::publish(r, r->start, r->va_len);
+}
 
 [[noreturn]] static void invalid_pointer(const char *fn, const void *p) {
     SPW_LOG(error, "%s(): %p is not the start of a live spillway region (double free or "
@@ -115,19 +133,14 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         *use_small = true;
         return nullptr;
     }
-    Region *r = region_new();
+    Region *r = region_record(start, size, map_len);
     if (!r) {
         std::lock_guard<std::mutex> guard(large_lock());
         arena::give_back(start, map_len);
         errno = ENOMEM;
         return nullptr;
     }
-    r->start = start;
-    r->size = size;
-    r->map_len = map_len;
-    r->va_len = va_round(map_len);
     r->site = const_cast<CallSite *>(req.site);
-    r->born_ns = monotonic_ns();
     if (int err = place(r, d)) {
         arena::unmap_to_reserved(start, r->va_len);
         {
@@ -163,11 +176,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
                           "orders of magnitude slower than in RAM",
                     size, callsite_describe(r->site, 3).c_str());
     }
-    {
-        std::lock_guard<std::mutex> guard(large_lock());
-        registry_link(r);
-        arena::publish(r, start, r->va_len);
-    }
+    register_region(r);
     stats_on_alloc(r->backing, map_len);
     if (CallSite *site = r->site) {
         site->allocs.fetch_add(1, std::memory_order_relaxed);
@@ -183,6 +192,23 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
+
+// The one fallback to the small path: the arena could not take the region.
+static void *region_or_small(size_t size, size_t align, unsigned flags, bool zero) {
+    bool use_small = false;
+    void *p = large_alloc(size, align, flags, &use_small);
+    if (p || !use_small) return p; // a region is born zeroed
+    return small_alloc(size, align, zero);
+}
+
+void *large_allocate(size_t size, size_t align, bool zero) {
+    // Below the threshold only mimalloc's alignment limit brings a request
+    // here: anonymous memory, never a file (policy.h kFlagAlignmentOnly).
+    unsigned flags = size < g_large_threshold ? kFlagAlignmentOnly : 0;
+    return region_or_small(size, align, flags, zero);
+}
+
+void *large_allocate_flagged(size_t size, unsigned flags) { return region_or_small(size, 0, flags, false); }
 
 void large_free(void *p) {
     Region *r = arena::region_at(p);
@@ -318,9 +344,7 @@ void *large_realloc(void *p, size_t size) {
         return (void *)moved;
     }
     // Pool-backed (or mremap refused): a fresh region and a copy.
-    bool use_small = false;
-    void *q = large_alloc(size, 0, 0, &use_small);
-    if (!q && use_small) q = mi_malloc(size);
+    void *q = large_allocate(size, 0, false);
     if (!q) {
         errno = ENOMEM;
         return nullptr;

@@ -14,10 +14,12 @@
 //    the call-site capture or a filesystem operation on a region's bytes.
 #pragma once
 
+#include "backing.h"
 #include "config.h"
 #include "shared_symbol.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace spillway {
 
@@ -28,8 +30,19 @@ void large_init(const Settings &s);
 const Settings &large_settings();
 bool large_active();
 
-// Returns the region's start, or nullptr with errno set. *use_small is set
-// when the arena cannot take it (the caller then asks mimalloc instead).
+// What the interposed surface calls for a request mimalloc does not serve
+// (size at or above the threshold, or an alignment above kSmallAlignMax):
+// a region, or a mimalloc block when the arena cannot take one. The large
+// path owns that fallback, and the rule that a request below the threshold
+// is here only for its alignment (an anonymous region, policy.h).
+// nullptr with errno set when neither can be had.
+void *large_allocate(size_t size, size_t align, bool zero);
+// The same for aware code (spillway_alloc): the caller's SPILLWAY_* flags.
+void *large_allocate_flagged(size_t size, unsigned flags);
+
+// The region alone: its start, or nullptr with errno set. *use_small is set
+// when the arena cannot take it (large_allocate then asks mimalloc;
+// spillway_alloc_disk fails instead).
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small);
 void large_free(void *p);
 void *large_realloc(void *p, size_t size);
@@ -37,6 +50,47 @@ size_t large_usable_size(const void *p);
 
 // Retires a freed region (the reaper calls this).
 void large_retire(struct Region *r);
+
+// --- What aware code asks of regions (control.cpp forwards spillway.h's
+// calls here; large_aware.cpp). Fields are copied under the large lock; the
+// system calls on them run after it is released. ---
+
+// A copy of what the large path knows of one live region.
+struct RegionView {
+    uintptr_t start = 0;
+    size_t size = 0; // as allocated
+    size_t map_len = 0;
+    Backing backing = Backing::none;
+    int fd = -1; // its file (disk and memory backings), else -1
+    uint64_t file_off = 0;
+    bool is_private = false;   // a fork child's private copy
+    bool own_file = false;     // a file of its own this process created (nameable)
+    bool foreign_file = false; // a file of its own mapped by path (spillway_map) or inherited
+    uint8_t phase = 0;         // the detector's verdict (sampler.h Verdict)
+    char exported[256] = {0};  // the file's name once exported or mapped by path
+};
+
+// The live region holding p (any interior pointer); false if there is none.
+bool large_view(const void *p, RegionView *out);
+// Moves the region starting at p to a disk file of its own unless it is on
+// disk already (spillway_spill). 0 or -errno.
+int large_move_to_disk(void *p);
+// Gives the region holding p a disk file of its own this process may name
+// (moving its bytes if needed) and returns its view (spillway_export).
+// -EPERM for a file mapped by path or a fork child's copy. 0 or -errno.
+int large_own_file(const void *p, RegionView *out);
+// Records the name the region's own file was given (linked into the spill
+// directory by the caller). 0, or -EINVAL when the region is gone.
+int large_set_exported(const void *p, const char *path);
+// Maps the existing regular file at path, exactly expected_size bytes long,
+// as a disk region (spillway_map); the file is never extended, punched or
+// truncated. nullptr with errno set (ENOENT missing, EINVAL wrong size).
+void *large_adopt_file(const char *path, size_t expected_size);
+
+// Internal to the large path (large.cpp, large_aware.cpp): the one way a
+// region is recorded, and made findable once its range is mapped.
+struct Region *region_record(uintptr_t start, size_t size, size_t map_len);
+void register_region(struct Region *r);
 
 // Fork child (fork_safety.h holds the locks and the order): makes inherited
 // shared regions private and resets the large path. Untrusted (!trusted):

@@ -14,9 +14,8 @@
 
 #include "arena.h"
 #include "large.h"
-#include "policy.h"
-
 #include "shm.h"
+#include "small_alloc.h"
 #include "surface.h"
 
 #include <atomic>
@@ -35,28 +34,10 @@ using namespace spillway;
 
 namespace spillway {
 
-// mimalloc 2.0 refuses alignments above this; such requests become regions
-// (anonymous, whatever their size).
-constexpr size_t kSmallAlignMax = size_t(1) << 20;
-
-__attribute__((noinline)) void *alloc_large(size_t size, size_t align, bool zero) {
-    bool use_small = false;
-    void *p = large_alloc(size, align, 0, &use_small);
-    if (p || !use_small) return p; // large regions are born zeroed
-    if (align) return zero ? mi_zalloc_aligned(size, align) : mi_malloc_aligned(size, align);
-    return zero ? mi_zalloc(size) : mi_malloc(size);
-}
-
 void *alloc_aligned(size_t align, size_t size) {
     if (SPW_LIKELY(size < g_large_threshold && align <= kSmallAlignMax))
         return mi_malloc_aligned(size, align);
-    if (size < g_large_threshold && large_active()) {
-        bool use_small = false;
-        void *p = large_alloc(size, align, kFlagAlignmentOnly, &use_small);
-        if (p || !use_small) return p;
-    }
-    if (size >= g_large_threshold) return alloc_large(size, align, false);
-    return mi_malloc_aligned(size, align);
+    return large_allocate(size, align, false);
 }
 
 } // namespace spillway
@@ -78,7 +59,7 @@ size_t page_size() {
 
 SPW_EXPORT void *malloc(size_t size) {
     if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
-    return alloc_large(size, 0, false);
+    return large_allocate(size, 0, false);
 }
 
 SPW_EXPORT void free(void *p) {
@@ -97,7 +78,7 @@ SPW_EXPORT void *calloc(size_t count, size_t size) {
         return nullptr;
     }
     if (SPW_LIKELY(total < g_large_threshold)) return mi_calloc(count, size);
-    return alloc_large(total, 0, true);
+    return large_allocate(total, 0, true);
 }
 
 SPW_EXPORT void *realloc(void *p, size_t size) {
@@ -108,7 +89,7 @@ SPW_EXPORT void *realloc(void *p, size_t size) {
     }
     if (arena::owns(p)) return large_realloc(p, size);
     if (SPW_LIKELY(size < g_large_threshold)) return mi_realloc(p, size);
-    void *q = alloc_large(size, 0, false);
+    void *q = large_allocate(size, 0, false);
     if (!q) return nullptr; // p is left untouched, as realloc requires
     size_t old = mi_usable_size(p);
     memcpy(q, p, old < size ? old : size);

@@ -1,6 +1,7 @@
 // reaper.cpp — see reaper.h.
 #include "reaper.h"
 
+#include "background_thread.h"
 #include "backing.h"
 #include "fork_safety.h"
 #include "region.h"
@@ -60,21 +61,7 @@ void *reaper_main(void *) {
     return nullptr;
 }
 
-bool start_thread() {
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t tid;
-    bool ok = pthread_create(&tid, &attr, reaper_main, nullptr) == 0;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (ok) pthread_setname_np(tid, "spillway-reap");
-    return ok;
-}
+bool start_thread() { return start_background_thread(reaper_main, "spillway-reap", 256 * 1024); }
 } // namespace
 
 void reaper_init(RetireFn retire, CloseFileFn close_file) {

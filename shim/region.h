@@ -2,11 +2,16 @@
 // registry of live regions.
 //
 // Invariants:
-//  * A Region is created, linked and published only while holding the large
-//    lock (large_lock()), and unlinked and deleted only while holding it.
+//  * A Region is filled in by the thread that creates it before anyone else
+//    can see it (large.h region_record); it is linked into the registry and
+//    published in the arena only while holding the large lock
+//    (large_lock()), and unlinked, unpublished and deleted only while
+//    holding it. Its mutable fields are written under that lock, or are
+//    atomics (below).
 //  * The arena slot table points at a region only while it is fully mapped;
-//    free() claims a region by swapping its start slot's owner to nullptr
-//    (a second free of the same pointer finds nullptr and is reported).
+//    free() claims a region by setting Region::freed (an exchange: a second
+//    free of the same pointer finds it set and is reported); the slot is
+//    cleared when the region is retired.
 //  * Region objects come from mimalloc directly (mi_*), never from the
 //    interposed malloc, so the large path cannot recurse into itself.
 #pragma once

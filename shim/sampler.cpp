@@ -4,6 +4,7 @@
 
 #include "access_detector.h"
 #include "arena.h"
+#include "background_thread.h"
 #include "backing.h"
 #include "callsite.h"
 #include "cgroup.h"
@@ -86,6 +87,7 @@ struct Track {
     uint64_t prefetched_to = 0;  // read-ahead issued up to this page
     uint64_t dropped_to = 0;     // paged out behind the stream up to this page
     bool streaming = false;
+    bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
     bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
@@ -99,6 +101,20 @@ size_t g_track_count = 0;
 PageRun *g_runs = nullptr, *g_all_runs = nullptr;
 uint64_t g_last_faults = 0;
 uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
+
+// What a tick decided for one track, applied to its live region by
+// publish_all under one hold of the large lock.
+struct Publication {
+    uintptr_t start;
+    uint64_t born;
+    uint64_t now;
+    uint32_t rate;
+    int advice; // to set, unless pinned (then -1)
+    Verdict verdict;
+    bool changed;
+};
+Publication *g_publications = nullptr;
+size_t g_publication_count = 0;
 
 uint64_t process_faults() {
     rusage ru;
@@ -119,7 +135,8 @@ bool refresh_tracks(uint64_t now) {
         g_next_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
         g_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
         g_all_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
-        if (!g_tracks || !g_next_tracks || !g_runs) return false;
+        g_publications = (Publication *)mi_malloc(kMaxTracks * sizeof(Publication));
+        if (!g_tracks || !g_next_tracks || !g_runs || !g_publications) return false;
     }
     size_t n = 0;
     {
@@ -159,9 +176,8 @@ bool refresh_tracks(uint64_t now) {
     return true;
 }
 
-// Publishes the verdict on the live region (if it is still the one tracked)
-// and sets its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM
-// otherwise. One hold of the large lock.
+// Queues the verdict for the live region (if it is still the one tracked)
+// and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise.
 void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     // Kernel read-ahead for a moving stream that does not read from disk (a
     // fill over never-written blocks: large zeroed folios), and for one that
@@ -173,18 +189,32 @@ void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     int want = t.streaming && (!t.fed || t.kernel_feeds) && t.pages * kPage >= kStreamAdviceFrom
                    ? MADV_SEQUENTIAL
                    : MADV_RANDOM;
-    if (!changed && want == t.advice_published && rate == t.rate_published) return; // no lock
+    if (!changed && want == t.advice_published && rate == t.rate_published) return; // nothing new
     t.advice_published = want;
     t.rate_published = rate;
+    if (!g_publications || g_publication_count == kMaxTracks) return;
+    g_publications[g_publication_count++] = {t.start, t.born, now, rate, t.advice_pinned ? -1 : want, v,
+                                             changed};
+}
+
+// Applies the tick's publications: one hold of the large lock for all of
+// them (each region re-found O(1) with arena::region_at), so a large
+// malloc or free waits for at most one short hold per tick.
+void publish_all() {
+    if (!g_publication_count) return;
     std::lock_guard<std::mutex> guard(large_lock());
-    Region *r = arena::region_at((const void *)t.start);
-    if (!r || r->start != t.start || r->born_ns != t.born || r->freed.load()) return;
-    r->fault_rate.store(rate, std::memory_order_relaxed);
-    if (changed) {
-        r->phase_since_ns.store(now, std::memory_order_relaxed);
-        r->phase.store((uint8_t)v, std::memory_order_release);
+    for (size_t i = 0; i < g_publication_count; i++) {
+        const Publication &p = g_publications[i];
+        Region *r = arena::region_at((const void *)p.start);
+        if (!r || r->start != p.start || r->born_ns != p.born || r->freed.load()) continue;
+        r->fault_rate.store(p.rate, std::memory_order_relaxed);
+        if (p.changed) {
+            r->phase_since_ns.store(p.now, std::memory_order_relaxed);
+            r->phase.store((uint8_t)p.verdict, std::memory_order_release);
+        }
+        if (p.advice >= 0 && r->advice != p.advice) advise_region(r, p.advice);
     }
-    if (r->advice != want && !t.advice_pinned) advise_region(r, want);
+    g_publication_count = 0;
 }
 
 void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
@@ -362,8 +392,8 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.fed = t.front + kFedMarginPages < filled_before;
         if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
     }
-    publish(t, v, changed, now, fault_rate);
-    if (t.streaming && t.fed && !t.kernel_feeds) feed_stream(t);
+    publish(t, v, changed, now, fault_rate); // applied with the others at the end of the tick
+    t.feed_due = t.streaming && t.fed && !t.kernel_feeds;
 }
 
 // A stream the thread reads ahead of, or one under MADV_SEQUENTIAL (whose
@@ -431,6 +461,14 @@ uint64_t tick(uint64_t now) {
         any_stream |= needs_fast_looks(t);
         any_fed |= feeds_itself(t);
     }
+    publish_all();
+    // Read-ahead after the advice is set (no lock: on addresses, see feed_stream).
+    if (any_fed)
+        for (size_t i = 0; i < g_track_count; i++)
+            if (g_tracks[i].feed_due) {
+                g_tracks[i].feed_due = false;
+                feed_stream(g_tracks[i]);
+            }
     return any_fed ? kFeedPeriodNs : any_stream ? kStreamPeriodNs : kPeriodNs;
 }
 
@@ -454,17 +492,7 @@ void *sampler_main(void *) {
 
 void sampler_notice() {
     if (g_started.exchange(true)) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t tid;
-    if (pthread_create(&tid, &attr, sampler_main, nullptr) == 0) pthread_setname_np(tid, "spillway-learn");
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    start_background_thread(sampler_main, "spillway-learn", 256 * 1024);
 }
 
 void sampler_stop() { g_stop.store(true); }
@@ -477,6 +505,7 @@ void sampler_after_fork_child() {
     // The parent's regions are private copies here: start from nothing.
     for (size_t i = 0; i < g_track_count; i++) drop_track(g_tracks[i]);
     g_track_count = 0;
+    g_publication_count = 0;
     g_last_faults = 0;
 }
 

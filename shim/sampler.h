@@ -12,9 +12,10 @@
 // next look (<= 20 ms while streaming, 100 ms otherwise).
 //
 // Invariants: the thread starts lazily, with signals blocked; it takes the
-// large lock once per tick to list the regions and once per region it acts
-// on (re-found O(1) with arena::region_at), and never holds it while it
-// reads pagemap or issues reads; a region freed under it just reads as
+// large lock at most twice per tick, whatever the number of regions: once
+// to list them, once to publish what the tick decided (each region re-found
+// O(1) with arena::region_at); it never holds it while it reads pagemap or
+// issues reads; a region freed under it just reads as
 // unmapped (every operation is on addresses of the reserved arena, never on
 // a descriptor that may have been closed). A tick with no page fault in the
 // process since the last one, and no stream to feed, costs one getrusage.

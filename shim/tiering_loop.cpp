@@ -1,6 +1,7 @@
 // tiering_loop.cpp — see tiering_loop.h.
 #include "tiering_loop.h"
 
+#include "background_thread.h"
 #include "backing.h"
 #include "cgroup.h"
 #include "claims.h"
@@ -333,17 +334,7 @@ void *tiering_main(void *) {
 
 void tiering_notice() {
     if (!large_active() || !large_settings().tiering.enabled || g_started.exchange(true)) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t tid;
-    if (pthread_create(&tid, &attr, tiering_main, nullptr) == 0) pthread_setname_np(tid, "spillway-tier");
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    start_background_thread(tiering_main, "spillway-tier", 256 * 1024);
 }
 
 void tiering_stop() {

@@ -1,6 +1,7 @@
 // writeback.cpp — see writeback.h.
 #include "writeback.h"
 
+#include "background_thread.h"
 #include "backing.h"
 #include "cgroup.h"
 #include "fd_policy.h"
@@ -140,18 +141,7 @@ void writeback_notice() {
     // Without a memory limit the kernel's flushers suffice: no thread (the
     // next disk region asks again; headroom is cached for a few ms).
     if (memory_headroom() == UINT64_MAX || g_started.exchange(true)) return;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 128 * 1024);
-    pthread_t tid;
-    if (pthread_create(&tid, &attr, writeback_main, nullptr) == 0)
-        pthread_setname_np(tid, "spillway-wb");
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    start_background_thread(writeback_main, "spillway-wb", 128 * 1024);
 }
 
 void writeback_after_fork_child() {

@@ -7,7 +7,10 @@
  * random regions (a few thousand a second, so the detector's fault gate is
  * open every tick) and prints, for the fill and for the touching:
  *   phase=... regions=N s=... detector_cpu_ms=... core_share_pct=...
- * read from /proc/self/task/<tid>/stat of the detector thread.
+ * read from /proc/self/task/<tid>/stat of the detector thread, and how
+ * long a large malloc took meanwhile (one malloc/free of --region-size
+ * every 10 ms: the large lock the detector shares with the allocator):
+ *   alloc_probe=N median_us=... p99_us=... max_us=...
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -71,8 +74,17 @@ int main(int argc, char **argv) {
     sleep(1);
     double cpu0 = thread_cpu_ms("spillway-learn");
     uint64_t seed = 1, t0 = now_ns(), end = t0 + (uint64_t)seconds * 1000000000ull, sum = 0;
+    size_t probes_cap = (size_t)seconds * 200 + 16, probes = 0;
+    double *probe_us = calloc(probes_cap, sizeof *probe_us);
     while (now_ns() < end) {
         for (int k = 0; k < 50; k++) sum += r[rng_next(&seed) % regions][(rng_next(&seed) % (size / 4096)) * 4096];
+        uint64_t a0 = now_ns();
+        unsigned char *extra = malloc(size);
+        uint64_t a1 = now_ns();
+        if (extra) extra[0] = 1;
+        g_bench_sink += (uintptr_t)extra; /* keeps the pair from being elided */
+        free(extra);
+        if (probe_us && probes < probes_cap) probe_us[probes++] = (a1 - a0) / 1e3;
         struct timespec ts = {0, 10000000};
         nanosleep(&ts, NULL);
     }
@@ -80,5 +92,10 @@ int main(int argc, char **argv) {
     double cpu1 = thread_cpu_ms("spillway-learn"), s = (now_ns() - t0) / 1e9;
     printf("phase=touch regions=%ld region_mib=%zu seconds=%.1f detector_cpu_ms=%.0f core_share_pct=%.2f\n", regions,
            size >> 20, s, cpu1 - cpu0, cpu0 < 0 ? -1 : (cpu1 - cpu0) / 10.0 / s);
+    if (probe_us && probes > 1) {
+        double med = median(probe_us, (int)probes); /* sorts */
+        printf("alloc_probe=%zu median_us=%.1f p99_us=%.1f max_us=%.1f\n", probes, med,
+               probe_us[(size_t)(probes * 0.99)], probe_us[probes - 1]);
+    }
     return 0;
 }

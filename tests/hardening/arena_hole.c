@@ -1,7 +1,7 @@
 // arena_hole.c — a region moved by mremap (realloc with no room to grow in
 // place) must leave no unmapped hole inside the arena: the arena invariant is
 // "every byte always mapped, nothing else can be given an address inside
-// it". Found by hardening (see /work/notes/hardening-shim-bugs.md): the old
+// it". Found by hardening (shim bug 2 of tests/hardening/README.md): the old
 // range's unused tail (va_len > map_len) stays reserved, so re-reserving the
 // whole old range with MAP_FIXED_NOREPLACE fails with EEXIST, the range is
 // "lost" and left unmapped; the next mmap(NULL) lands inside the arena, where

@@ -86,7 +86,7 @@ static size_t dir_entries(const char *dir) {
 static std::atomic<bool> g_failed{false}, g_stop{false};
 // posix_memalign alignments are 64 << (0..15), up to 2 MiB; CHURN_ALIGN_SHIFTS=15
 // keeps them at or below 1 MiB (used to look past the realloc bug of a
-// small over-aligned region, see /work/notes/hardening-shim-bugs.md).
+// small over-aligned region, the realloc-aligned regression, tests/hardening/README.md).
 static unsigned g_align_shifts = 16;
 static std::atomic<long> g_ops{0}, g_large{0};
 

@@ -8,7 +8,7 @@ those symbols are absent, and every function here is a harmless no-op that
 returns False or None, so the same training script runs with and without the
 shim.
 
-The physics, briefly (see DESIGN.md of the project):
+The physics, briefly (README.md of the repository, "Why it works"):
 
 * A large buffer the shim placed *on disk* is a ``MAP_SHARED`` mapping of a
   reserved spill file: its bytes are page cache, charged to the cgroup while

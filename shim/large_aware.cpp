@@ -1,0 +1,166 @@
+// large_aware.cpp — the large path's answers to aware code (large.h, the
+// section control.cpp forwards to): views of a region, moving one to a file
+// of its own, naming that file, and adopting a file mapped by path.
+//
+// Invariant: a region's fields are read and written only under the large
+// lock; the system calls that follow (rehome, mmap, open) run without it.
+// A region moved here is the caller's own allocation (the region's user,
+// rehome.h), so it cannot be freed under the move.
+#include "large.h"
+
+#include "arena.h"
+#include "backing.h"
+#include "fd_policy.h"
+#include "region.h"
+#include "rehome.h"
+#include "sampler.h"
+#include "stats.h"
+#include "writeback.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <mimalloc.h>
+#include <new>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+
+// The live region holding p, or nullptr. Caller holds the large lock.
+Region *live_region_holding(const void *p) {
+    if (!arena::owns(p)) return nullptr;
+    Region *r = arena::region_at(p);
+    if (!r || r->freed.load() || (uintptr_t)p >= r->start + r->map_len) return nullptr;
+    return r;
+}
+
+void fill_view(const Region *r, RegionView *v) {
+    v->start = r->start;
+    v->size = r->size;
+    v->map_len = r->map_len;
+    v->backing = r->backing;
+    v->fd = r->file ? r->file->fd : -1;
+    v->file_off = r->file_off;
+    v->is_private = r->is_private;
+    v->own_file = r->file && !r->file->pool && !r->file->foreign;
+    v->foreign_file = r->file && !r->file->pool && r->file->foreign;
+    v->phase = r->phase.load(std::memory_order_acquire);
+    snprintf(v->exported, sizeof v->exported, "%s", r->file ? r->file->exported : "");
+}
+
+// Gives r a disk file of its own (a spill of memory/anon, or a copy out of
+// a pool). 0 or -errno.
+int give_own_disk_file(Region *r) {
+    SpillFile *dest = nullptr;
+    if (int err = new_dedicated_disk_file(r->map_len, &dest)) return -err;
+    int rc = rehome_region(r, dest);
+    if (rc != 0) {
+        close_spill_file(dest);
+        return rc;
+    }
+    sampler_notice(); // a disk region now, maybe the process's first (as large_alloc does)
+    writeback_notice();
+    return 0;
+}
+
+} // namespace
+
+bool large_view(const void *p, RegionView *out) {
+    if (!arena::owns(p)) return false;
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = live_region_holding(p);
+    if (!r) return false;
+    fill_view(r, out);
+    return true;
+}
+
+int large_move_to_disk(void *p) {
+    if (!arena::owns(p)) return -EINVAL;
+    Region *r;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        r = arena::region_at(p);
+        if (!r || r->start != (uintptr_t)p || r->freed.load()) return -EINVAL;
+        if (r->backing == Backing::disk) return 0;
+        if (r->is_private) return -EPERM;
+    }
+    if (!disk_usable()) return -ENOENT;
+    return give_own_disk_file(r);
+}
+
+int large_own_file(const void *p, RegionView *out) {
+    if (!arena::owns(p)) return -EINVAL;
+    Region *r;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        r = live_region_holding(p);
+        if (!r) return -EINVAL;
+        fill_view(r, out);
+    }
+    if (out->is_private) return -EPERM;
+    if (!disk_usable()) return -ENOENT;
+    if (out->backing == Backing::disk && out->own_file) return 0;
+    if (out->foreign_file) return -EPERM; // mapped, not ours
+    if (int rc = give_own_disk_file(r)) return rc;
+    return large_view(p, out) ? 0 : -EINVAL;
+}
+
+int large_set_exported(const void *p, const char *path) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = live_region_holding(p);
+    if (!r || !r->file) return -EINVAL;
+    snprintf(r->file->exported, sizeof r->file->exported, "%s", path);
+    return 0;
+}
+
+void *large_adopt_file(const char *path, size_t expected_size) {
+    int fd = above_stdio(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    if (fd < 0) return nullptr; // errno: ENOENT when missing
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != expected_size) {
+        close(fd);
+        errno = EINVAL; // a wrong size would be read as silently wrong data
+        return nullptr;
+    }
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t map_len = (expected_size + page - 1) & ~(page - 1);
+    uintptr_t start;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        start = arena::take(map_len, arena::kGranule);
+    }
+    Region *r = start ? region_record(start, expected_size, map_len) : nullptr;
+    void *m = r ? mmap((void *)start, map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0)
+                : MAP_FAILED;
+    SpillFile *f = nullptr;
+    if (m != MAP_FAILED) {
+        void *mem = mi_zalloc(sizeof(SpillFile));
+        if (mem) f = new (mem) SpillFile();
+    }
+    if (!f) {
+        int err = m == MAP_FAILED && start && r ? errno : ENOMEM;
+        if (start) {
+            arena::unmap_to_reserved(start, map_len);
+            std::lock_guard<std::mutex> guard(large_lock());
+            arena::give_back(start, map_len);
+        }
+        if (r) region_delete(r);
+        close(fd);
+        errno = err;
+        return nullptr;
+    }
+    f->fd = fd;
+    f->kind = Backing::disk;
+    f->foreign = true; // never extended, punched or truncated by us
+    snprintf(f->exported, sizeof f->exported, "%s", path);
+    r->backing = Backing::disk;
+    r->file = f;
+    register_region(r);
+    stats_on_alloc(Backing::disk, map_len);
+    return (void *)start;
+}
+
+} // namespace spillway

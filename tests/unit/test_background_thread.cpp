@@ -1,0 +1,64 @@
+// test_background_thread.cpp — the shim's threads start detached, named,
+// with every signal blocked, and leave the starter's signal mask alone.
+#include "background_thread.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <pthread.h>
+#include <unistd.h>
+
+using namespace spillway;
+
+namespace {
+std::atomic<int> g_blocked_signals{-1};
+std::atomic<int> g_detached{-1};
+std::atomic<bool> g_done{false};
+char g_name[16];
+
+void *probe_main(void *) {
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    int blocked = 0;
+    for (int s : {SIGINT, SIGTERM, SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM, SIGPIPE, SIGHUP, SIGQUIT}) blocked += sigismember(&mask, s);
+    g_blocked_signals.store(blocked);
+    pthread_attr_t attr;
+    int state = -1;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getdetachstate(&attr, &state);
+        pthread_attr_destroy(&attr);
+    }
+    g_detached.store(state == PTHREAD_CREATE_DETACHED ? 1 : 0);
+    // The starter names the thread right after creating it: wait for that.
+    for (int i = 0; i < 2000; i++) {
+        pthread_getname_np(pthread_self(), g_name, sizeof g_name);
+        if (strcmp(g_name, "spw-probe") == 0) break;
+        usleep(1000);
+    }
+    g_done.store(true);
+    return nullptr;
+}
+} // namespace
+
+TEST_CASE("a background thread is detached, named, with every signal blocked") {
+    sigset_t before, after, one;
+    sigemptyset(&one);
+    sigaddset(&one, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &one, &before); // some mask of the caller's own
+    pthread_sigmask(SIG_SETMASK, nullptr, &before);
+    REQUIRE(start_background_thread(probe_main, "spw-probe", 128 * 1024));
+    pthread_sigmask(SIG_SETMASK, nullptr, &after);
+    for (int i = 0; i < 5000 && !g_done.load(); i++) usleep(1000);
+    REQUIRE(g_done.load());
+    CHECK(g_blocked_signals.load() == 9);
+    CHECK(g_detached.load() == 1);
+    CHECK(std::string(g_name) == "spw-probe");
+    // The caller's mask is what it was: SIGUSR1 blocked, SIGUSR2 not.
+    CHECK(sigismember(&after, SIGUSR1) == 1);
+    CHECK(sigismember(&after, SIGUSR2) == sigismember(&before, SIGUSR2));
+    CHECK(sigismember(&after, SIGUSR2) == 0);
+    pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+}

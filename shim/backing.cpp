@@ -148,7 +148,7 @@ void backing_init(const Settings &s) {
     // never spills, like most programs a job execs, keeps no descriptor of ours.
     if (d->fd >= 0) close(d->fd);
     d->fd = -1;
-    bool needs_disk = s.policy != Policy::anon && s.policy != Policy::memory;
+    bool needs_disk = policy_needs_disk(s.policy);
     if (needs_disk && spill_dir_falls_back(*d, s.spill_dir_given)) {
         // The default is not ours (someone created it first), or this process
         // changed user since the directory was chosen: a private directory

@@ -6,6 +6,7 @@
 // symbol names only if a rule needs them, the profile's verdict, then a
 // locked insert.
 #include "callsite.h"
+#include "json_quote.h"
 
 #include "log.h"
 #include "profile.h"
@@ -343,16 +344,6 @@ std::string callsite_describe(const CallSite *site, unsigned max_frames) {
     return out;
 }
 
-static std::string json_string(const std::string &s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if ((unsigned char)c < 0x20) continue;
-        out += c;
-    }
-    return out + "\"";
-}
-
 std::string callsite_stats_json() {
     std::string out = "[";
     bool first = true;
@@ -370,10 +361,10 @@ std::string callsite_stats_json() {
                  (unsigned long long)s->by_backing[3].load(), access_name((Access)s->access.load()),
                  s->rule ? s->rule->line : 0, s->classified_after_ns.load() / 1e6);
         out += head;
-        out += "\"evidence\":" + json_string(s->evidence) + ",\"frames\":[";
+        out += "\"evidence\":" + json_quote(s->evidence) + ",\"frames\":[";
         bool first_frame = true;
         for (const std::string &f : frame_texts(s, 8 + s->py.depth)) {
-            out += (first_frame ? "" : ",") + json_string(f);
+            out += (first_frame ? "" : ",") + json_quote(f);
             first_frame = false;
         }
         out += "]}";

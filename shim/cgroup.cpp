@@ -1,5 +1,6 @@
 // cgroup.cpp — see cgroup.h.
 #include "cgroup.h"
+#include "clock.h"
 
 #include <atomic>
 #include <cerrno>
@@ -127,15 +128,9 @@ PressureSignals read_pressure_signals(const std::string &where) {
     return p;
 }
 
-static uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 uint64_t memory_headroom() {
     static std::atomic<uint64_t> cached_at{0}, cached_value{0};
-    uint64_t now = now_ns();
+    uint64_t now = monotonic_coarse_ns();
     uint64_t at = cached_at.load(std::memory_order_acquire);
     if (at && now - at < 5'000'000) return cached_value.load(std::memory_order_relaxed);
     MemoryFigures f = read_memory_figures();

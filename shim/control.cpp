@@ -13,6 +13,7 @@
 #include "spillway.h"
 
 #include "backing.h"
+#include "cachestat.h"
 #include "cgroup.h"
 #include "large.h"
 #include "log.h"
@@ -28,7 +29,6 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -43,14 +43,6 @@ using View = RegionView;
 bool view_of(const void *p, View &v) { return large_view(p, &v); }
 
 size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
-
-struct CachestatRange {
-    uint64_t off, len;
-};
-struct Cachestat {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-constexpr long kSysCachestat = 451;
 
 int remove_stale_exports() {
     int dfd = spill_dir_fd();
@@ -112,7 +104,7 @@ SPW_API long spillway_residency(const void *p, size_t len) {
         // than mincore's per-page vector on a large file.
         CachestatRange range{v.file_off + (first - v.start), end - first};
         Cachestat cs{};
-        if (syscall(kSysCachestat, v.fd, &range, &cs, 0) == 0) return (long)(cs.nr_cache * page);
+        if (cachestat(v.fd, range, cs) == 0) return (long)(cs.nr_cache * page);
     }
     size_t pages = (end - first) / page;
     constexpr size_t kChunk = 1 << 16;

@@ -5,6 +5,7 @@
 // g_start_lock; g_api is written before the state leaves kStarting and read
 // only after seeing kOn or kOff (acquire).
 #include "engine_start.h"
+#include "clock.h"
 
 #include "config.h"
 #include "fd_policy.h"
@@ -144,23 +145,16 @@ const EngineApi *load_engine() {
     return api;
 }
 
-long elapsed_ns(const timespec &since) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - since.tv_sec) * 1000000000L + (now.tv_nsec - since.tv_nsec);
-}
-
 // The start lock, waiting at most kStartWaitNs. Never called on the
 // starting thread (it would wait for itself).
 bool lock_start_bounded() {
     if (pthread_mutex_trylock(&g_start_lock) == 0) return true;
-    timespec since;
-    clock_gettime(CLOCK_MONOTONIC, &since);
+    uint64_t since = monotonic_ns();
     for (;;) {
         timespec pause = {0, 100000}; // 0.1 ms
         nanosleep(&pause, nullptr);
         if (pthread_mutex_trylock(&g_start_lock) == 0) return true;
-        if (elapsed_ns(since) > kStartWaitNs) return false;
+        if (monotonic_ns() - since > (uint64_t)kStartWaitNs) return false;
     }
 }
 

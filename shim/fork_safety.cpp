@@ -4,6 +4,7 @@
 // thread has every signal blocked and holds exactly the locks recorded in
 // its t_taken (so no nested fork can begin on it there).
 #include "fork_safety.h"
+#include "clock.h"
 
 #include "callsite.h"
 #include "large.h"
@@ -38,18 +39,12 @@ bool g_untrusted_child = false;
 // How long a lock may stay held with no owner recorded before prepare
 // concludes the forking thread itself was interrupted right after taking it
 // (another thread takes a few instructions; a preempted one, milliseconds).
-constexpr long kOwnerlessWaitNs = 50'000'000;
-
-long elapsed_ns(const timespec &since) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (now.tv_sec - since.tv_sec) * 1'000'000'000L + (now.tv_nsec - since.tv_nsec);
-}
+constexpr uint64_t kOwnerlessWaitNs = 50'000'000;
 } // namespace
 
 bool lock_unless_held_here(pthread_mutex_t *m) {
     const int self = gettid();
-    timespec first_ownerless = {0, 0};
+    uint64_t first_ownerless = 0; // monotonic ns; 0: not seen ownerless yet
     for (;;) {
         if (pthread_mutex_trylock(m) == 0) return true;
         // glibc records the holder's thread id after acquiring and clears
@@ -62,9 +57,9 @@ bool lock_unless_held_here(pthread_mutex_t *m) {
             pthread_mutex_lock(m);
             return true;
         }
-        if (first_ownerless.tv_sec == 0 && first_ownerless.tv_nsec == 0)
-            clock_gettime(CLOCK_MONOTONIC, &first_ownerless);
-        else if (elapsed_ns(first_ownerless) > kOwnerlessWaitNs)
+        if (first_ownerless == 0)
+            first_ownerless = monotonic_ns();
+        else if (monotonic_ns() - first_ownerless > kOwnerlessWaitNs)
             return false;
         sched_yield();
     }

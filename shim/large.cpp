@@ -2,6 +2,7 @@
 // (callsite.cpp) → policy (policy.cpp) → backing (backing.cpp) → registry
 // (region.cpp, arena.cpp).
 #include "large.h"
+#include "clock.h"
 
 #include "arena.h"
 #include "backing.h"
@@ -44,12 +45,6 @@ void large_init(const Settings &s) {
 
 const Settings &large_settings() { return *g_settings; }
 bool large_active() { return g_settings && arena::g_size && !g_untrusted; }
-
-static uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static size_t page_round(size_t n) { return (n + g_page - 1) & ~(g_page - 1); }
 static size_t va_round(size_t n) { return arena::granules(n) * arena::kGranule; }

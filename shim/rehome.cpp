@@ -1,5 +1,6 @@
 // rehome.cpp — see rehome.h.
 #include "rehome.h"
+#include "clock.h"
 
 #include "backing.h"
 #include "fd_policy.h"
@@ -43,12 +44,6 @@ std::atomic<uintptr_t> g_chunk_start{0}, g_chunk_end{0};
 std::atomic<size_t> g_moved_bytes{0};
 std::atomic<int> g_dest_fd{-1};
 struct sigaction g_previous;
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 // Blocks every asynchronous signal on this thread for the length of a move,
 // so no handler can fork (or re-enter a move) with a chunk half done; the
@@ -255,7 +250,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
                      r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
     const size_t len = r->map_len;
     const bool to_memory = dest->kind == Backing::memory;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = monotonic_ns();
     g_moved_bytes.store(0);
     g_dest_fd.store(dest->fd);
     g_region_start.store(src.start);
@@ -283,7 +278,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         // page cache and allocates the new home's pages, so the read-only
         // window below is one memory-speed copy, not disk reads or reclaim.
         rc = copy_chunk(src, dest, dest_map, done, n);
-        uint64_t c0 = now_ns(); // writers into this chunk wait from here
+        uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
         set_chunk(a, a + n);
         if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
         if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
@@ -299,7 +294,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             // undo rewrites it from the new mapping, so nothing is lost).
             fallocate(src.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(src.file_off + done), (off_t)n);
         set_chunk(0, 0);
-        uint64_t chunk_ns = now_ns() - c0;
+        uint64_t chunk_ns = monotonic_ns() - c0;
         if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
         if (rc != 0) break;
         if (write_back) {
@@ -337,7 +332,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     g_dest_fd.store(-1);
     if (src.pagemap >= 0) close(src.pagemap);
     if (out) {
-        out->total_ns = now_ns() - t0;
+        out->total_ns = monotonic_ns() - t0;
         out->bytes = len;
     }
     if (rc != 0) return rc;
@@ -484,7 +479,7 @@ void pin_region_for_good(Region *r) {
 bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
 
 void rehome_fork_parent() {
-    g_last_fork_ns.store(now_ns());
+    g_last_fork_ns.store(monotonic_ns());
     g_move_lock.unlock();
 }
 
@@ -493,7 +488,7 @@ uint64_t forked_at_ns() { return g_forked_at_ns; }
 
 void rehome_after_fork_child() {
     new (&g_move_lock) std::mutex();
-    g_forked_at_ns = now_ns();
+    g_forked_at_ns = monotonic_ns();
     g_last_fork_ns.store(0); // this process has not forked yet
     // A move this thread was making when a signal handler forked (only a
     // synchronous signal can: the mover blocks the others). Its mover never

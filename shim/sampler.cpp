@@ -1,6 +1,7 @@
 // sampler.cpp — see sampler.h. The thread and its schedule; the rules it
 // applies live in access_detector.cpp.
 #include "sampler.h"
+#include "clock.h"
 
 #include "access_detector.h"
 #include "arena.h"
@@ -57,18 +58,6 @@ std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_cpu_ns{0}, g_ticks{0}, g_prefetched{0};
 int g_pagemap = -1;
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 // What the thread remembers of one disk region between ticks.
 struct Track {
@@ -480,7 +469,7 @@ void *sampler_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
         nanosleep(&ts, nullptr);
-        uint64_t now = now_ns();
+        uint64_t now = monotonic_ns();
         delay = tick(now);
         stats_live_tick(now); // `spillway top` reads it
         g_ticks.fetch_add(1, std::memory_order_relaxed);

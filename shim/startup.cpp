@@ -70,8 +70,7 @@ bool engine_start() {
     }
     log_configure(s->log_level, log_fd);
     backing_init(*s);
-    bool needs_disk = s->policy != Policy::anon && s->policy != Policy::memory;
-    if (spill_dir_refusal_is_fatal(spill_dir(), needs_disk)) {
+    if (spill_dir_refusal_is_fatal(spill_dir(), policy_needs_disk(s->policy))) {
         config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
         return false;
     }

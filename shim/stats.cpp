@@ -2,6 +2,8 @@
 #include "stats.h"
 
 #include "callsite.h"
+#include "json_quote.h"
+#include "stats_format.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -71,23 +73,6 @@ void stats_after_fork_child() {
     for (auto &r : g_stats.demote_reasons) r.store(0);
 }
 
-static std::string json_escape(const std::string &s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += (char)c;
-        } else if (c < 0x20) {
-            char buf[8];
-            snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += (char)c;
-        }
-    }
-    return out;
-}
-
 static std::string command_line() {
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return "";
@@ -102,42 +87,44 @@ static std::string command_line() {
 }
 
 std::string stats_json() {
+    namespace key = stats_key;
+    // ,"name": (every member after the first)
+    auto member = [](const char *name) { return std::string(",\"") + name + "\":"; };
     auto by_backing = [](std::atomic<uint64_t> *v) {
-        char buf[160];
-        snprintf(buf, sizeof buf, "{\"disk\":%llu,\"memory\":%llu,\"anon\":%llu}",
-                 (unsigned long long)v[1].load(), (unsigned long long)v[2].load(),
-                 (unsigned long long)v[3].load());
-        return std::string(buf);
+        std::string o = "{";
+        for (int b = 0; b < 3; b++) // Backing 1..3: disk, memory, anon
+            o += std::string(b ? ",\"" : "\"") + key::kBackings[b] + "\":" + std::to_string(v[b + 1].load());
+        return o + "}";
     };
-    std::string out = "{\"pid\":" + std::to_string(getpid()) + ",\"cmd\":\"" +
-                      json_escape(command_line()) + "\"";
+    std::string out = std::string("{\"") + key::pid + "\":" + std::to_string(getpid()) + member(key::cmd) +
+                      json_quote(command_line());
     // A rank of a distributed job (torchrun's variables), so a summary can
     // name the process by it. Read at exit, on the exiting thread.
-    for (const char *var : {"RANK", "LOCAL_RANK"})
-        if (const char *v = getenv(var))
-            out += std::string(",\"") + (var[0] == 'R' ? "rank" : "local_rank") + "\":\"" + json_escape(v) + "\"";
-    out += ",\"regions\":" + by_backing(g_stats.regions);
-    out += ",\"bytes\":" + by_backing(g_stats.bytes);
-    out += ",\"peak_bytes\":" + by_backing(g_stats.peak_bytes);
-    out += ",\"live_bytes_at_exit\":" + by_backing(g_stats.live_bytes);
-    out += ",\"fallbacks\":{";
+    if (const char *v = getenv("RANK")) out += member(key::rank) + json_quote(v);
+    if (const char *v = getenv("LOCAL_RANK")) out += member(key::local_rank) + json_quote(v);
+    out += member(key::regions) + by_backing(g_stats.regions);
+    out += member(key::bytes) + by_backing(g_stats.bytes);
+    out += member(key::peak_bytes) + by_backing(g_stats.peak_bytes);
+    out += member(key::live_bytes_at_exit) + by_backing(g_stats.live_bytes);
+    out += member(key::fallbacks) + "{";
     for (int i = 0; i < (int)Fallback::count_; i++) {
         if (i) out += ",";
         out += "\"" + std::string(fallback_name((Fallback)i)) + "\":" +
                std::to_string(g_stats.fallbacks[i].load());
     }
-    out += "},\"frees\":" + std::to_string(g_stats.frees.load());
-    out += ",\"reallocs_in_place\":" + std::to_string(g_stats.reallocs_in_place.load());
-    out += ",\"reallocs_moved\":" + std::to_string(g_stats.reallocs_moved.load());
+    out += "}" + member(key::frees) + std::to_string(g_stats.frees.load());
+    out += member(key::reallocs_in_place) + std::to_string(g_stats.reallocs_in_place.load());
+    out += member(key::reallocs_moved) + std::to_string(g_stats.reallocs_moved.load());
     auto n = [](const std::atomic<uint64_t> &v) { return std::to_string(v.load()); };
-    out += ",\"tiering\":{\"promotions\":" + n(g_stats.promotions) + ",\"promoted_bytes\":" +
-           n(g_stats.promoted_bytes) + ",\"demotions\":" + n(g_stats.demotions) + ",\"demoted_bytes\":" +
-           n(g_stats.demoted_bytes) + ",\"demote_reasons\":{\"near_limit\":" + n(g_stats.demote_reasons[1]) +
+    out += member(key::tiering) + "{\"" + key::promotions + "\":" + n(g_stats.promotions) +
+           member(key::promoted_bytes) + n(g_stats.promoted_bytes) + member(key::demotions) +
+           n(g_stats.demotions) + member(key::demoted_bytes) + n(g_stats.demoted_bytes) +
+           ",\"demote_reasons\":{\"near_limit\":" + n(g_stats.demote_reasons[1]) +
            ",\"growing\":" + n(g_stats.demote_reasons[2]) + ",\"kernel_pressure\":" +
            n(g_stats.demote_reasons[3]) + "},\"move_ms\":" + std::to_string(g_stats.move_ns.load() / 1000000) +
            ",\"longest_pause_us\":" + std::to_string(g_stats.longest_pause_ns.load() / 1000) +
            ",\"controller_cpu_us\":" + std::to_string(g_stats.tiering_cpu_ns.load() / 1000) + "}";
-    out += ",\"sites\":" + callsite_stats_json();
+    out += member(key::sites) + callsite_stats_json();
     out += "}";
     return out;
 }

@@ -5,6 +5,7 @@
 #include "fd_policy.h"
 #include "region.h"
 #include "stats.h"
+#include "stats_format.h"
 
 #include <cstdio>
 #include <cstring>
@@ -80,9 +81,11 @@ template <typename... A> bool append(char *buf, size_t cap, size_t *len, const c
 
 size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, const LiveRegion *regions,
                          size_t n, size_t total) {
+    namespace key = stats_key;
     auto by_backing = [](std::atomic<uint64_t> *v, char *out, size_t out_cap) {
-        snprintf(out, out_cap, "{\"disk\":%llu,\"memory\":%llu,\"anon\":%llu}", (unsigned long long)v[1].load(),
-                 (unsigned long long)v[2].load(), (unsigned long long)v[3].load());
+        snprintf(out, out_cap, "{\"%s\":%llu,\"%s\":%llu,\"%s\":%llu}", key::kBackings[0],
+                 (unsigned long long)v[1].load(), key::kBackings[1], (unsigned long long)v[2].load(),
+                 key::kBackings[2], (unsigned long long)v[3].load());
     };
     char live[128], peak[128];
     by_backing(g_stats.live_bytes, live, sizeof live);
@@ -95,23 +98,25 @@ size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, cons
     if (cap <= tail) return 0;
     size_t body_cap = cap - tail;
     if (!append(buf, body_cap, &len,
-                "{\"pid\":%d,\"mono_ns\":%llu,\"live_bytes\":%s,\"peak_bytes\":%s,\"fallbacks\":%llu,"
-                "\"regions\":[",
-                (int)pid, (unsigned long long)now_ns, live, peak, (unsigned long long)fallbacks))
+                "{\"%s\":%d,\"%s\":%llu,\"%s\":%s,\"%s\":%s,\"%s\":%llu,\"%s\":[", key::pid, (int)pid,
+                key::mono_ns, (unsigned long long)now_ns, key::live_bytes, live, key::peak_bytes, peak,
+                key::fallbacks, (unsigned long long)fallbacks, key::regions))
         return 0;
     size_t listed = 0;
     for (; listed < n; listed++) {
         const LiveRegion &r = regions[listed];
         uint64_t phase_ms = r.phase_since_ns && now_ns > r.phase_since_ns ? (now_ns - r.phase_since_ns) / 1000000 : 0;
         if (!append(buf, body_cap, &len,
-                    "%s{\"start\":%llu,\"len\":%llu,\"backing\":\"%s\",\"phase\":\"%s\",\"phase_ms\":%llu,"
-                    "\"advice\":\"%s\",\"fault_pages_s\":%u}",
-                    listed ? "," : "", (unsigned long long)r.start, (unsigned long long)r.len,
-                    backing_name((Backing)r.backing), phase_name(r.phase), (unsigned long long)phase_ms,
-                    advice_name(r.advice), r.fault_rate))
+                    "%s{\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":%llu,\"%s\":\"%s\","
+                    "\"%s\":%u}",
+                    listed ? "," : "", key::start, (unsigned long long)r.start, key::len,
+                    (unsigned long long)r.len, key::backing, backing_name((Backing)r.backing), key::phase,
+                    phase_name(r.phase), key::phase_ms, (unsigned long long)phase_ms, key::advice,
+                    advice_name(r.advice), key::fault_pages_s, r.fault_rate))
             break;
     }
-    append(buf, cap, &len, "],\"unlisted\":%llu}\n", (unsigned long long)(total > listed ? total - listed : 0));
+    append(buf, cap, &len, "],\"%s\":%llu}\n", key::unlisted,
+           (unsigned long long)(total > listed ? total - listed : 0));
     return len;
 }
 

@@ -24,6 +24,7 @@
 // texts naming its pid.
 #pragma once
 
+#include "stats_format.h"
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
@@ -45,7 +46,7 @@ struct LiveRegion {
 // kLivePeriodNs have passed since the last write.
 void stats_live_tick(uint64_t now_ns);
 // The memfd's name, as memfd_create takes it.
-constexpr const char *kLiveMemfdName = "spillway-live";
+using stats_key::kLiveMemfdName; // stats_format.h: the tool looks for it by name
 // This process's memfd, or -1 before the first write (tests).
 int stats_live_fd();
 

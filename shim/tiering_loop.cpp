@@ -1,5 +1,6 @@
 // tiering_loop.cpp — see tiering_loop.h.
 #include "tiering_loop.h"
+#include "clock.h"
 
 #include "background_thread.h"
 #include "backing.h"
@@ -35,18 +36,6 @@ constexpr uint64_t kMiB = 1 << 20;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_ticks{0};
-
-uint64_t now_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t thread_cpu_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void sleep_ms(unsigned ms) {
     timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
@@ -179,7 +168,7 @@ bool promote(const Snapshot &s, const std::string &cgroup, bool limited, uint64_
     // random fills all of them soon, and only pages that exist are charged.
     // Dropping the claim after a sparse copy would leave the rest of the
     // region's bytes unaccounted, and another process would claim them.
-    uint64_t alloc0 = now_ns();
+    uint64_t alloc0 = monotonic_ns();
     if (fallocate(dest->fd, 0, 0, (off_t)c.bytes) != 0) {
         int err = errno;
         release_claim();
@@ -188,7 +177,7 @@ bool promote(const Snapshot &s, const std::string &cgroup, bool limited, uint64_
                 c.bytes / kMiB, (void *)c.start, strerror(err));
         return false;
     }
-    uint64_t alloc_ns = now_ns() - alloc0;
+    uint64_t alloc_ns = monotonic_ns() - alloc0;
     MoveResult res;
     int rc = rehome_region_checked(s.region, c.start, dest, false, &res);
     release_claim(); // charged to the cgroup now (or freed again below)
@@ -201,7 +190,7 @@ bool promote(const Snapshot &s, const std::string &cgroup, bool limited, uint64_
     }
     record_move(s, now);
     stats_on_move(Backing::disk, Backing::memory, c.bytes, res.total_ns, res.longest_chunk_ns);
-    uint64_t done = now_ns();
+    uint64_t done = monotonic_ns();
     SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
                   "faults/s; room %llu MiB (others claimed %llu MiB); memory allocated in %.0f ms, moved "
                   "in %.0f ms (%.0f ms/GiB), writers paused at most %.1f ms; in memory %.2f s after the "
@@ -254,7 +243,7 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
 unsigned tick(State &st) {
     const Settings &settings = large_settings();
     const TierSettings &ts = settings.tiering;
-    uint64_t now = now_ns();
+    uint64_t now = monotonic_ns();
     MemoryFigures f = read_memory_figures();
     if (!st.have_prev) st.last_rate = st.growth = 0;
     if (!f.limited) {
@@ -265,7 +254,7 @@ unsigned tick(State &st) {
         std::vector<TierCandidate> cands;
         for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
         for (size_t i : plan_promotions(cands, UINT64_MAX, (double)ts.promote_rate, now, ts))
-            promote(snap[i], f.where, false, settings.memory_reserve, now_ns());
+            promote(snap[i], f.where, false, settings.memory_reserve, monotonic_ns());
         return ts.interval_ms;
     }
     uint64_t unreclaimable = f.usage - f.reclaimable;
@@ -302,13 +291,13 @@ unsigned tick(State &st) {
     if (v.reason != DemoteReason::none) {
         if (!disk_usable()) return ts.interval_ms;
         bool moved = false;
-        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, now_ns());
+        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, monotonic_ns());
         if (moved) st.have_prev = false; // the move itself changed usage: no growth from it
         return moved ? 0 : ts.interval_ms; // look again at once: was it enough?
     }
     uint64_t room = promotion_room(true, f.limit, unreclaimable, settings.memory_reserve, 0);
     for (size_t i : plan_promotions(cands, room, st.tokens, now, ts))
-        if (promote(snap[i], f.where, true, settings.memory_reserve, now_ns())) {
+        if (promote(snap[i], f.where, true, settings.memory_reserve, monotonic_ns())) {
             st.tokens -= (double)cands[i].bytes;
             st.have_prev = false;
         }

@@ -15,7 +15,7 @@ mkdir -p "$out"
 # -DNDEBUG as in the shipped (release, b_ndebug=if-release) build: toml++
 # 3.3's internal assertions are compiled out there (one of them fires on
 # regressions/config/toml-parse-key-assert; see the notes).
-inc=(-I"$src/shim" -std=c++20 -D_GNU_SOURCE -DNDEBUG -g -O1)
+inc=(-I"$src/shim/common" -std=c++20 -D_GNU_SOURCE -DNDEBUG -g -O1)
 flags=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
 build() { # build NAME SOURCES...
   local name=$1; shift
@@ -26,8 +26,8 @@ build() { # build NAME SOURCES...
     "$cxx" "${inc[@]}" "${flags[@]}" "$@" -o "$bin" || { echo "fuzz: FAIL: could not build $name"; return 1; }
   fi
 }
-build fuzz_config "$here/fuzz_config.cpp" "$src/shim/config.cpp" "$src/shim/size_parse.cpp" "$src/shim/log.cpp" || exit 1
-build fuzz_size_glob "$here/fuzz_size_glob.cpp" "$src/shim/size_parse.cpp" || exit 1
+build fuzz_config "$here/fuzz_config.cpp" "$src/shim/common/config.cpp" "$src/shim/common/size_parse.cpp" "$src/shim/common/log.cpp" || exit 1
+build fuzz_size_glob "$here/fuzz_size_glob.cpp" "$src/shim/common/size_parse.cpp" || exit 1
 status=0
 for t in fuzz_config:config fuzz_size_glob:size_glob; do
   bin=${t%%:*} corpus=${t##*:}

@@ -5,6 +5,7 @@
 #include "check.h"
 #include "spillway.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -23,10 +24,15 @@ int main() {
     } cases[] = {{SPILLWAY_PREFER_DISK, SPILLWAY_DISK, 8 * MiB},     // pool file
                  {SPILLWAY_PREFER_DISK, SPILLWAY_DISK, 300 * MiB},   // dedicated file
                  {SPILLWAY_PREFER_MEMORY, SPILLWAY_MEMORY, 8 * MiB}, // memfd pool
-                 {0, SPILLWAY_ANON, 0}};
+                 {0, SPILLWAY_ANON, 512 * 1024}};                    // see make()
+    // An anonymous region: below the threshold (1 MiB here) with an
+    // alignment mimalloc refuses (over 1 MiB), the shim makes one whatever
+    // the policy. The others through spillway_alloc with their flags.
+    auto make = [&](const Case &c, size_t size) {
+        return (unsigned char *)(c.expect == SPILLWAY_ANON ? aligned_alloc(2 * MiB, size) : alloc(size, c.flags));
+    };
     for (const Case &c : cases) {
-        if (!c.size) continue;
-        unsigned char *p = (unsigned char *)alloc(c.size, c.flags);
+        unsigned char *p = make(c, c.size);
         CHECK(p && backing(p) == c.expect);
         memset(p, 'P', c.size);
         pid_t pid = fork();
@@ -36,9 +42,10 @@ int main() {
             if (p[0] != 'P' || p[c.size - 1] != 'P') _exit(10);
             memset(p, 'C', c.size);
             if (p[c.size / 2] != 'C') _exit(11);
-            unsigned char *mine = (unsigned char *)alloc(4 * MiB, c.flags);
-            if (!mine) _exit(12);
-            memset(mine, 'M', 4 * MiB);
+            size_t mine_size = c.expect == SPILLWAY_ANON ? c.size : 4 * MiB;
+            unsigned char *mine = make(c, mine_size);
+            if (!mine || backing(mine) != c.expect) _exit(12);
+            memset(mine, 'M', mine_size);
             free(p);
             free(mine);
             _exit(0);

@@ -18,6 +18,75 @@
 
 using namespace spillway;
 
+// Threads that store p[i] = i + 1 along lanes (first + k * stride), round
+// and round, until stopped. started() and running_after() let a test prove
+// they were writing before a move began and still after it ended, so the
+// move cannot have slipped in before or after them.
+struct Writers {
+    uint64_t *p;
+    size_t words, stride;
+    std::atomic<bool> go{true};
+    std::atomic<uint64_t> stores{0};
+    std::vector<size_t> firsts;
+    std::vector<std::atomic<size_t>> reach; // lane t wrote every index below reach[t] (its own lane)
+    std::vector<std::thread> threads;
+
+    Writers(uint64_t *p_, size_t words_, size_t stride_, std::vector<size_t> firsts_)
+        : p(p_), words(words_), stride(stride_), firsts(firsts_), reach(firsts_.size()) {
+        for (size_t t = 0; t < firsts.size(); t++) {
+            reach[t] = firsts[t];
+            threads.emplace_back([this, t, first = firsts[t]] {
+                bool wrapped = false;
+                for (size_t i = first; go.load(std::memory_order_relaxed);) {
+                    p[i] = i + 1;
+                    // A breath every 256 stores: still writing all through
+                    // the move, without starving it (under TSan a writer at
+                    // full speed stretched one move to minutes).
+                    if (stores.fetch_add(1, std::memory_order_relaxed) % 256 == 255) usleep(50);
+                    i += stride;
+                    if (i >= words) {
+                        i = first;
+                        wrapped = true;
+                        reach[t] = words;
+                    } else if (!wrapped) {
+                        reach[t] = i;
+                    }
+                }
+            });
+        }
+    }
+    ~Writers() { stop(); }
+    // Waits until `count` more stores than `mark` were made; false after 20 s.
+    bool running_after(uint64_t mark, uint64_t count = 100) {
+        for (int i = 0; i < 20000; i++) {
+            if (stores.load() >= mark + count) return true;
+            usleep(1000);
+        }
+        return false;
+    }
+    // Every lane has stored; false after 20 s.
+    bool started() {
+        for (int i = 0; i < 20000; i++) {
+            bool all = true;
+            for (size_t t = 0; t < firsts.size(); t++) all = all && reach[t].load() != firsts[t];
+            if (all) return true;
+            usleep(1000);
+        }
+        return false;
+    }
+    void stop() {
+        go = false;
+        for (auto &t : threads)
+            if (t.joinable()) t.join();
+    }
+    // Every store of lane t landed.
+    bool landed(size_t t) const {
+        for (size_t i = firsts[t]; i < reach[t].load(); i += stride)
+            if (p[i] != i + 1) return false;
+        return true;
+    }
+};
+
 TEST_CASE("anon, memory and pool-disk regions move to a dedicated file in place") {
     test::bring_up();
     for (unsigned flags : {(unsigned)kFlagAlignmentOnly, (unsigned)SPILLWAY_PREFER_MEMORY,
@@ -76,23 +145,15 @@ TEST_CASE("writers during the move wait and their writes land") {
     const size_t n = 128 << 20, words = n / 8;
     uint64_t *p = (uint64_t *)large_alloc(n, 0, kFlagAlignmentOnly, &use_small);
     REQUIRE(p);
-    std::atomic<bool> go{true};
-    std::atomic<size_t> written[2] = {0, 0};
-    std::vector<std::thread> writers;
-    for (int t = 0; t < 2; t++)
-        writers.emplace_back([&, t] {
-            size_t i = (size_t)t;
-            for (; go.load(std::memory_order_relaxed) && i < words; i += 2 * 97) p[i] = i + 1;
-            written[t] = i;
-        });
+    Writers writers(p, words, 2 * 97, {0, 1});
+    REQUIRE(writers.started()); // both were writing before the move began
     Region *r = arena::region_at(p);
     SpillFile *dest = nullptr;
     REQUIRE(new_dedicated_disk_file(r->map_len, &dest) == 0);
     REQUIRE(rehome_region(r, dest) == 0);
-    go = false;
-    for (auto &w : writers) w.join();
-    for (int t = 0; t < 2; t++)
-        for (size_t i = (size_t)t; i < written[t]; i += 2 * 97) REQUIRE(p[i] == i + 1);
+    CHECK(writers.running_after(writers.stores.load())); // and still after it ended
+    writers.stop();
+    for (size_t t = 0; t < 2; t++) REQUIRE(writers.landed(t));
     large_free(p);
     reaper_drain();
 }
@@ -106,26 +167,21 @@ TEST_CASE("the tiering mover: disk to memfd in place, chunk by chunk, with write
     Region *r = arena::region_at(p);
     REQUIRE(r->backing == Backing::disk);
     for (size_t i = 0; i < words; i += 3) p[i] = i * 7;
-    std::atomic<bool> go{true};
-    std::atomic<size_t> written{0};
-    std::thread writer([&] {
-        size_t i = 1;
-        for (; go.load(std::memory_order_relaxed) && i < words; i += 3 * 41) p[i] = i + 1;
-        written = i;
-    });
+    Writers writer(p, words, 3 * 41, {1});
+    REQUIRE(writer.started()); // writing before the move began
     SpillFile *dest = nullptr;
     REQUIRE(new_dedicated_memfd(r->map_len, &dest) == 0);
     MoveResult res;
     REQUIRE(rehome_region_checked(r, r->start, dest, false, &res) == 0);
-    go = false;
-    writer.join();
+    CHECK(writer.running_after(writer.stores.load())); // and still after it ended
+    writer.stop();
     CHECK(r->backing == Backing::memory);
     CHECK(r->file == dest);
     CHECK(arena::region_at(p) == r);
     CHECK(res.bytes == r->map_len);
     CHECK(res.longest_chunk_ns <= res.total_ns);
     for (size_t i = 0; i < words; i += 3) REQUIRE(p[i] == i * 7);
-    for (size_t i = 1; i < written; i += 3 * 41) REQUIRE(p[i] == i + 1);
+    REQUIRE(writer.landed(0));
     CHECK(p[2] == 0);
 
     // And back to disk under memory pressure: written back and dropped from RAM.

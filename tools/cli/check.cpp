@@ -98,15 +98,14 @@ int check_command(const Args &args) {
         std::cerr << config_error_line(*err, false) << "\n";
         return kConfigErrorExit;
     }
-    bool needs_disk = s.policy == Policy::disk || s.policy == Policy::auto_;
+    bool needs_disk = policy_needs_disk(s.policy);
     if (needs_disk && spill_dir_falls_back(dir, s.spill_dir_given))
         warn("check", dir.why_unusable + "; the shim will spill to a new private directory (" +
                           kPrivateSpillBase + "/spillway-" + std::to_string(geteuid()) +
                           ".XXXXXX) instead");
     else if (!dir.usable && !dir.why_unusable.empty())
         warn("check", dir.why_unusable + "; large allocations will fall back to " +
-                          (s.policy == Policy::disk || s.policy == Policy::auto_ ? "anonymous memory"
-                                                                                  : "their policy"));
+                          (needs_disk ? "anonymous memory" : "their policy"));
     warn_about_profile(s);
 
     std::cout << describe_settings(s);

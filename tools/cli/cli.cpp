@@ -68,18 +68,4 @@ std::vector<std::string> Options::rest() {
     return out;
 }
 
-std::string human_size(unsigned long long bytes) {
-    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    if (bytes < 1024) return std::to_string(bytes) + "B";
-    double v = (double)bytes;
-    int u = 0;
-    while (v >= 1024 && u < 5) {
-        v /= 1024;
-        u++;
-    }
-    char buf[32];
-    snprintf(buf, sizeof buf, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v, units[u]);
-    return buf;
-}
-
 } // namespace spillway::cli

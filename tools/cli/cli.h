@@ -7,6 +7,8 @@
 // kConfigErrorExit), so scripts never have to parse the text.
 #pragma once
 
+#include "size_parse.h"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,7 +56,7 @@ class Options {
     std::string error_;
 };
 
-// Human units shared by every table: "64.0MiB", "512B".
-std::string human_size(unsigned long long bytes);
+// Human units shared by every table: "64.0MiB", "512B" (size_parse.h).
+using spillway::human_size;
 
 } // namespace spillway::cli

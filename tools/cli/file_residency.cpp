@@ -1,10 +1,11 @@
 // file_residency.cpp — see file_residency.h.
 #include "file_residency.h"
 
+#include "cachestat.h"
+
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
@@ -12,19 +13,10 @@ namespace spillway::cli {
 
 namespace {
 
-// From <linux/mman.h> of Linux 6.5; Debian 12's headers predate it.
-struct CachestatRange {
-    uint64_t off, len;
-};
-struct Cachestat {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-constexpr long kSysCachestat = 451;
-
 bool by_cachestat(int fd, Residency &r, int &err) {
     CachestatRange range{0, 0}; // len 0: from off to the end of the file
     Cachestat cs{};
-    if (syscall(kSysCachestat, fd, &range, &cs, 0) != 0) {
+    if (cachestat(fd, range, cs) != 0) {
         err = errno;
         return false;
     }

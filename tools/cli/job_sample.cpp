@@ -2,6 +2,7 @@
 #include "job_sample.h"
 
 #include "json.h"
+#include "stats_format.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,14 +11,10 @@
 
 namespace spillway::cli {
 
-uint64_t monotonic_ns() {
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int backing_index(const std::string &name) {
-    return name == "disk" ? 0 : name == "memory" ? 1 : name == "anon" ? 2 : -1;
+    for (int b = 0; b < 3; b++)
+        if (name == stats_key::kBackings[b]) return b;
+    return -1;
 }
 
 void derive(JobSample &now, const JobSample &previous) {

@@ -14,6 +14,7 @@
 // unknown (negative rate, has_snapshot = false, known = false), never 0.
 #pragma once
 
+#include "clock.h" // monotonic_ns(), the clock of the samples
 #include "cgroup_figures.h"
 #include "live_snapshot.h"
 #include "proc_figures.h"
@@ -78,6 +79,5 @@ void derive(JobSample &now, const JobSample &previous);
 // The sample as one JSON line (no newline); start_ns is the recording's start.
 std::string sample_json(const JobSample &s, uint64_t start_ns);
 
-uint64_t monotonic_ns();
 
 } // namespace spillway::cli

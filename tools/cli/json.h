@@ -7,6 +7,8 @@
 // of precision only past 8 PiB, but exact is simpler to reason about).
 #pragma once
 
+#include "json_quote.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -34,7 +36,8 @@ struct JsonValue {
 
 bool parse_json(std::string_view text, JsonValue &out, std::string &error);
 
-// text as a JSON string literal, quotes included (for the lines we write).
-std::string json_quote(std::string_view text);
+// text as a JSON string literal, quotes included (for the lines we write):
+// the shim's own quoting (shim/common/json_quote.h).
+using spillway::json_quote;
 
 } // namespace spillway::cli

@@ -3,6 +3,7 @@
 
 #include "json.h"
 #include "proc_figures.h"
+#include "stats_format.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -13,18 +14,18 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
     JsonValue v;
     std::string error;
     if (!parse_json(text, v, error) || v.kind != JsonValue::Kind::object) return std::nullopt;
-    const JsonValue *pid = v.get("pid");
-    const JsonValue *regions = v.get("regions");
+    namespace key = stats_key;
+    const JsonValue *pid = v.get(key::pid);
+    const JsonValue *regions = v.get(key::regions);
     if (!pid || !pid->is_integer || !regions || regions->kind != JsonValue::Kind::array) return std::nullopt;
     LiveSnapshot s;
     s.pid = (pid_t)pid->integer;
-    s.mono_ns = v.count("mono_ns");
-    s.fallbacks = v.count("fallbacks");
-    s.unlisted = v.count("unlisted");
-    static const char *const kBackings[3] = {"disk", "memory", "anon"};
+    s.mono_ns = v.count(key::mono_ns);
+    s.fallbacks = v.count(key::fallbacks);
+    s.unlisted = v.count(key::unlisted);
     for (int b = 0; b < 3; b++) {
-        if (const JsonValue *l = v.get("live_bytes")) s.live_bytes[b] = l->count(kBackings[b]);
-        if (const JsonValue *p = v.get("peak_bytes")) s.peak_bytes[b] = p->count(kBackings[b]);
+        if (const JsonValue *l = v.get(key::live_bytes)) s.live_bytes[b] = l->count(key::kBackings[b]);
+        if (const JsonValue *p = v.get(key::peak_bytes)) s.peak_bytes[b] = p->count(key::kBackings[b]);
     }
     auto text_of = [](const JsonValue &o, const char *key) {
         const JsonValue *m = o.get(key);
@@ -33,19 +34,21 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
     for (const JsonValue &r : regions->items) {
         if (r.kind != JsonValue::Kind::object) return std::nullopt;
         LiveRegionView view;
-        view.start = r.count("start");
-        view.len = r.count("len");
-        view.backing = text_of(r, "backing");
-        view.phase = text_of(r, "phase");
-        view.advice = text_of(r, "advice");
-        view.phase_ms = r.count("phase_ms");
-        view.fault_pages_s = r.count("fault_pages_s");
+        view.start = r.count(key::start);
+        view.len = r.count(key::len);
+        view.backing = text_of(r, key::backing);
+        view.phase = text_of(r, key::phase);
+        view.advice = text_of(r, key::advice);
+        view.phase_ms = r.count(key::phase_ms);
+        view.fault_pages_s = r.count(key::fault_pages_s);
         s.regions.push_back(view);
     }
     return s;
 }
 
-bool is_live_memfd_link(const std::string &target) { return target == "/memfd:spillway-live (deleted)"; }
+bool is_live_memfd_link(const std::string &target) {
+    return target == std::string("/memfd:") + stats_key::kLiveMemfdName + " (deleted)";
+}
 
 // Two identical reads that parse and name pid, within a few tries.
 static std::optional<LiveSnapshot> read_stable(const std::string &path, pid_t pid) {

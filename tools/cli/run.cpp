@@ -136,7 +136,7 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
 
 // The settings are judged (above): SPILLWAY_CHECKED lets every process of
 // the tree whose settings are still exactly these start the shim's engine
-// at its first use instead of judging them again (shim/settings_check.h).
+// at its first use instead of judging them again (shim/common/settings_check.h).
 void mark_settings_judged(const Settings &settings, std::map<std::string, std::string> &child_env) {
     auto lookup = [](void *ctx, const char *name) -> const char * {
         auto *env = static_cast<std::map<std::string, std::string> *>(ctx);

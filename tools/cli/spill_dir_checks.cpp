@@ -20,9 +20,9 @@
 
 namespace spillway::cli {
 
-static bool is_ram_filesystem(const std::string &path) {
+static bool on_ram_filesystem(const std::string &path) {
     struct statfs fs;
-    return statfs(path.c_str(), &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+    return statfs(path.c_str(), &fs) == 0 && is_ram_filesystem((unsigned long)fs.f_type);
 }
 
 std::string filesystem_name(const std::string &path) {
@@ -72,7 +72,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
         d.why_unusable = "cannot create " + missing + " (" + strerror(errno) + ")";
         return d;
     }
-    if (is_ram_filesystem(ancestor)) {
+    if (on_ram_filesystem(ancestor)) {
         d.on_tmpfs = true;
         if (!s.allow_tmpfs) {
             d.why_unusable = d.path + " would be on tmpfs/ramfs, which is RAM: spilling there cannot "
@@ -88,7 +88,7 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
 
 bool spill_dir_is_fatal(const Settings &s, const SpillDir &d) {
     if (spill_dir_falls_back(d, s.spill_dir_given)) return false; // the shim uses a private one
-    return spill_dir_refusal_is_fatal(d, s.policy != Policy::memory && s.policy != Policy::anon);
+    return spill_dir_refusal_is_fatal(d, policy_needs_disk(s.policy));
 }
 
 } // namespace spillway::cli

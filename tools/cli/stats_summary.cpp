@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "stats_format.h"
 
 #include <algorithm>
 #include <climits>
@@ -24,30 +25,30 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
         s.processes++;
         uint64_t regions_here = 0;
         ProcessLine pl;
-        pl.pid = v.count("pid");
-        if (const JsonValue *r = v.get("rank"); r && r->kind == JsonValue::Kind::string) pl.rank = r->text;
-        if (const JsonValue *r = v.get("local_rank"); r && r->kind == JsonValue::Kind::string) pl.local_rank = r->text;
-        if (const JsonValue *c = v.get("cmd"); c && c->kind == JsonValue::Kind::string) pl.cmd = c->text;
+        pl.pid = v.count(stats_key::pid);
+        if (const JsonValue *r = v.get(stats_key::rank); r && r->kind == JsonValue::Kind::string) pl.rank = r->text;
+        if (const JsonValue *r = v.get(stats_key::local_rank); r && r->kind == JsonValue::Kind::string) pl.local_rank = r->text;
+        if (const JsonValue *c = v.get(stats_key::cmd); c && c->kind == JsonValue::Kind::string) pl.cmd = c->text;
         for (int b = 0; b < 3; b++) {
-            if (const JsonValue *r = v.get("regions")) regions_here += r->count(StatsSummary::kBackings[b]);
+            if (const JsonValue *r = v.get(stats_key::regions)) regions_here += r->count(StatsSummary::kBackings[b]);
             const char *name = StatsSummary::kBackings[b];
-            if (const JsonValue *r = v.get("regions")) s.regions[b] += r->count(name);
-            if (const JsonValue *r = v.get("bytes")) s.bytes[b] += r->count(name);
-            if (const JsonValue *r = v.get("peak_bytes")) s.peak[b] = std::max(s.peak[b], r->count(name));
-            if (const JsonValue *r = v.get("bytes")) pl.bytes[b] = r->count(name);
-            if (const JsonValue *r = v.get("peak_bytes")) pl.peak[b] = r->count(name);
+            if (const JsonValue *r = v.get(stats_key::regions)) s.regions[b] += r->count(name);
+            if (const JsonValue *r = v.get(stats_key::bytes)) s.bytes[b] += r->count(name);
+            if (const JsonValue *r = v.get(stats_key::peak_bytes)) s.peak[b] = std::max(s.peak[b], r->count(name));
+            if (const JsonValue *r = v.get(stats_key::bytes)) pl.bytes[b] = r->count(name);
+            if (const JsonValue *r = v.get(stats_key::peak_bytes)) pl.peak[b] = r->count(name);
         }
-        if (const JsonValue *f = v.get("fallbacks"); f && f->kind == JsonValue::Kind::object)
+        if (const JsonValue *f = v.get(stats_key::fallbacks); f && f->kind == JsonValue::Kind::object)
             for (const auto &[reason, n] : f->members)
                 if (n.is_integer && n.integer) {
                     s.fallbacks[reason] += n.integer;
                     pl.fallbacks += n.integer;
                 }
-        if (const JsonValue *t = v.get("tiering"); t && t->kind == JsonValue::Kind::object) {
-            s.promotions += t->count("promotions");
-            s.promoted_bytes += t->count("promoted_bytes");
-            s.demotions += t->count("demotions");
-            s.demoted_bytes += t->count("demoted_bytes");
+        if (const JsonValue *t = v.get(stats_key::tiering); t && t->kind == JsonValue::Kind::object) {
+            s.promotions += t->count(stats_key::promotions);
+            s.promoted_bytes += t->count(stats_key::promoted_bytes);
+            s.demotions += t->count(stats_key::demotions);
+            s.demoted_bytes += t->count(stats_key::demoted_bytes);
         }
         s.routing += regions_here > 0;
         pl.regions = regions_here;

@@ -8,6 +8,8 @@
 // mentioned, never silently dropped.
 #pragma once
 
+#include "stats_format.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -26,7 +28,7 @@ struct ProcessLine {
 };
 
 struct StatsSummary {
-    static constexpr const char *kBackings[3] = {"disk", "memory", "anon"};
+    static constexpr auto &kBackings = stats_key::kBackings; // disk, memory, anon
     int processes = 0;
     int routing = 0; // processes that placed at least one large region
     int unreadable = 0;

@@ -24,6 +24,10 @@ struct SpillDir {
     std::string why_unusable; // one line, for the warning
 };
 
+// Whether a filesystem of this statfs f_type is RAM (tmpfs, ramfs): the one
+// list, for the shim's check and the tool's.
+bool is_ram_filesystem(unsigned long f_type);
+
 // Creates (0700, parents as needed) and checks the directory.
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs);
 

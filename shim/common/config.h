@@ -20,6 +20,9 @@ namespace spillway {
 enum class Policy { disk, memory, anon, auto_ };
 const char *policy_name(Policy p);
 bool parse_policy(std::string_view text, Policy &out);
+// Whether a policy may put regions on disk, so needs a usable spill
+// directory (memory and anon never touch it).
+constexpr bool policy_needs_disk(Policy p) { return p == Policy::disk || p == Policy::auto_; }
 
 enum class Access { unknown, sequential, random };
 const char *access_name(Access a);

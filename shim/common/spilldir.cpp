@@ -36,6 +36,8 @@ static bool make_dirs(const std::string &path, std::string &why, bool &foreign) 
     return true;
 }
 
+bool is_ram_filesystem(unsigned long f_type) { return f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC; }
+
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     SpillDir d;
     d.path = path;
@@ -76,7 +78,7 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
         return d;
     }
     struct statfs fs;
-    if (fstatfs(d.fd, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC)) {
+    if (fstatfs(d.fd, &fs) == 0 && is_ram_filesystem((unsigned long)fs.f_type)) {
         d.on_tmpfs = true;
         if (!allow_tmpfs) {
             d.why_unusable = d.path + " is on tmpfs/ramfs, which is RAM: spilling there cannot "

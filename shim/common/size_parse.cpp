@@ -60,8 +60,11 @@ bool parse_size(std::string_view text, uint64_t &bytes, std::string &error) {
     return fail("unknown unit; use B, KiB, MiB, GiB or TiB");
 }
 
+// Binary units, for every size the project prints.
+static const char *const kUnitNames[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+
 std::string format_size(uint64_t bytes) {
-    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    const char *const *names = kUnitNames; // up to TiB: what parse_size reads back
     int unit = 0;
     uint64_t factor = 1;
     while (unit < 4 && bytes >= factor * 1024) {
@@ -79,7 +82,7 @@ std::string format_size(uint64_t bytes) {
 }
 
 std::string format_size_exact(uint64_t bytes) {
-    static const char *const names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    const char *const *names = kUnitNames;
     int unit = 0;
     uint64_t factor = 1;
     while (unit < 4 && bytes && bytes % (factor * 1024) == 0) {
@@ -87,6 +90,19 @@ std::string format_size_exact(uint64_t bytes) {
         unit++;
     }
     return std::to_string(bytes / factor) + names[unit];
+}
+
+std::string human_size(unsigned long long bytes) {
+    if (bytes < 1024) return std::to_string(bytes) + kUnitNames[0];
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    char buf[32];
+    snprintf(buf, sizeof buf, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v, kUnitNames[u]);
+    return buf;
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {

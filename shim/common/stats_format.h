@@ -1,0 +1,52 @@
+// stats_format.h — the names in the JSON the shim writes and the
+// `spillway` tool reads: the exit line of the stats file (stats.cpp ->
+// tools/cli/stats_summary.cpp) and the live snapshot in a memfd
+// (stats_live.cpp -> tools/cli/live_snapshot.cpp).
+//
+// Invariant: the one spelling of every key both sides use; the writer and
+// the reader name them from here, never as string literals of their own.
+#pragma once
+
+namespace spillway::stats_key {
+
+// Objects by backing, in this order: {"disk":N,"memory":N,"anon":N}.
+inline constexpr const char *kBackings[3] = {"disk", "memory", "anon"};
+
+// The exit line, one JSON object per process.
+inline constexpr char pid[] = "pid";
+inline constexpr char cmd[] = "cmd";
+inline constexpr char rank[] = "rank";             // torchrun's RANK, when set
+inline constexpr char local_rank[] = "local_rank"; // and LOCAL_RANK
+inline constexpr char regions[] = "regions";       // by backing, cumulative
+inline constexpr char bytes[] = "bytes";           // by backing, cumulative
+inline constexpr char peak_bytes[] = "peak_bytes"; // by backing
+inline constexpr char live_bytes_at_exit[] = "live_bytes_at_exit";
+inline constexpr char fallbacks[] = "fallbacks"; // exit line: by reason; live snapshot: the total
+inline constexpr char frees[] = "frees";
+inline constexpr char reallocs_in_place[] = "reallocs_in_place";
+inline constexpr char reallocs_moved[] = "reallocs_moved";
+inline constexpr char tiering[] = "tiering";
+inline constexpr char promotions[] = "promotions";
+inline constexpr char promoted_bytes[] = "promoted_bytes";
+inline constexpr char demotions[] = "demotions";
+inline constexpr char demoted_bytes[] = "demoted_bytes";
+inline constexpr char sites[] = "sites";
+
+// The live snapshot (pid, peak_bytes and fallbacks as above).
+inline constexpr char mono_ns[] = "mono_ns";
+inline constexpr char live_bytes[] = "live_bytes"; // by backing
+inline constexpr char unlisted[] = "unlisted";     // live regions left out of the list
+// One entry of its "regions" list.
+inline constexpr char start[] = "start";
+inline constexpr char len[] = "len";
+inline constexpr char backing[] = "backing";
+inline constexpr char phase[] = "phase";
+inline constexpr char phase_ms[] = "phase_ms";
+inline constexpr char advice[] = "advice";
+inline constexpr char fault_pages_s[] = "fault_pages_s";
+
+// The live snapshot's memfd, as memfd_create takes it; /proc/PID/fd shows
+// it as "/memfd:spillway-live (deleted)".
+inline constexpr char kLiveMemfdName[] = "spillway-live";
+
+} // namespace spillway::stats_key

@@ -21,6 +21,7 @@
 #include "writeback.h"
 #include "spilldir.h"
 #include "stats.h"
+#include "surface.h"
 
 #include <cerrno>
 #include <climits>
@@ -214,7 +215,7 @@ SPW_API void *spillway_alloc(size_t size, unsigned flags) {
     if (!spillway_is_active()) return malloc(size);
     bool use_small = false;
     void *p = large_alloc(size, 0, flags, &use_small);
-    if (!p && use_small) return mi_malloc(size);
+    if (!p && use_small) return mi_malloc(aligned_request(size));
     return p;
 }
 

@@ -35,8 +35,8 @@
 #     mmap fails with EAGAIN. Bare, the process maps ~10 MB.
 # quick (CI, default) shrinks three loops of otherwise unchanged tests, on
 # the extracted copy: tst-malloc-too-large's 2^14 sizes per range to 2^10,
-# tst-mallocfork2/3's 10000 iterations to 200, tst-malloc-thread-fail's
-# RLIMIT_AS from 200 MB to 64 MB (so it runs out of memory sooner). full
+# tst-mallocfork2/3's 10000 iterations to 100, tst-malloc-thread-fail's
+# RLIMIT_AS from 200 MB to 32 MB (so it runs out of memory sooner). full
 # runs them as glibc ships them (several minutes).
 set -euo pipefail
 lib=$1
@@ -69,32 +69,39 @@ tar -xJf "$tarball" -C "$work/src" --strip-components=1 --wildcards '*/malloc/ts
 m=$work/src/malloc
 if [ "$mode" != full ]; then
   sed -i 's/#define FOURTEEN_ON_BITS ((1UL << 14) - 1)/#define FOURTEEN_ON_BITS ((1UL << 10) - 1)/' "$m/tst-malloc-too-large.c"
-  sed -i 's/iterations = 10000 }/iterations = 200 }/' "$m/tst-mallocfork2.c" "$m/tst-mallocfork3.c"
-  sed -i 's/long target = 200 \* 1024 \* 1024;/long target = 64 * 1024 * 1024;/' "$m/tst-malloc-thread-fail.c"
+  sed -i 's/iterations = 10000 }/iterations = 100 }/' "$m/tst-mallocfork2.c" "$m/tst-mallocfork3.c"
+  sed -i 's/long target = 200 \* 1024 \* 1024;/long target = 32 * 1024 * 1024;/' "$m/tst-malloc-thread-fail.c"
   grep -q 'FOURTEEN_ON_BITS ((1UL << 10)' "$m/tst-malloc-too-large.c" &&
-    grep -q 'iterations = 200 }' "$m/tst-mallocfork2.c" && grep -q 'iterations = 200 }' "$m/tst-mallocfork3.c" &&
-    grep -q 'target = 64 \*' "$m/tst-malloc-thread-fail.c" ||
+    grep -q 'iterations = 100 }' "$m/tst-mallocfork2.c" && grep -q 'iterations = 100 }' "$m/tst-mallocfork3.c" &&
+    grep -q 'target = 32 \*' "$m/tst-malloc-thread-fail.c" ||
     { echo "glibc-malloc: FAIL: the quick-mode edits no longer apply to $(basename "$tarball")"; exit 1; }
 fi
 
 # Build: -fno-builtin so every call reaches the allocator (no folded pairs);
 # -w because the sources are written for glibc's own warning set.
 t0=$SECONDS
-flags=(-std=gnu11 -D_GNU_SOURCE -O1 -g -fno-builtin -w -pthread -I"$support/include")
-"$cc" "${flags[@]}" -c "$support/support.c" -o "$work/bin/support.o"
-for t in "${tests[@]}"; do
-  srcs=("$m/$t.c")
+compile() { "$cc" -std=gnu11 -D_GNU_SOURCE -O1 -g -fno-builtin -w -pthread -I"$support/include" "$@"; }
+compile -c "$support/support.c" -o "$work/bin/support.o"
+build_one() {
+  local t=$1 srcs=("$m/$1.c")
   case $t in tst-interpose-*) srcs+=("$m/${t/interpose-/interpose-aux-}.c") ;; esac
+  compile "${srcs[@]}" "$work/bin/support.o" -o "$work/bin/$t" 2>"$work/log/$t.build"
+}
+export -f compile build_one
+export m cc work support
+for t in "${tests[@]}"; do
   [ -e "$m/$t.c" ] || { echo "glibc-malloc: FAIL: $t.c is not in $(basename "$tarball")"; exit 1; }
-  "$cc" "${flags[@]}" "${srcs[@]}" "$work/bin/support.o" -o "$work/bin/$t" 2>"$work/log/$t.build" ||
-    { echo "glibc-malloc: FAIL: $t does not build:"; head -20 "$work/log/$t.build"; exit 1; }
+done
+printf '%s\n' "${tests[@]}" | xargs -P 2 -I{} bash -c 'build_one "$1"' _ {} || true
+for t in "${tests[@]}"; do
+  [ -x "$work/bin/$t" ] || { echo "glibc-malloc: FAIL: $t does not build:"; head -20 "$work/log/$t.build"; exit 1; }
 done
 t1=$SECONDS
 
 # One test, three runs; results in $work/res/TEST.CONFIG (exit status, or
 # "leak" when spill files were left behind).
 run_one() {
-  local t=$1 cfg st
+  local t=$1 cfg st start=$SECONDS
   for cfg in bare 1MiB 64KiB; do
     local tmp=$work/tmp-$t-$cfg spill=$work/spill-$t-$cfg
     mkdir -p "$tmp"
@@ -107,6 +114,7 @@ run_one() {
     echo "$st" >"$work/res/$t.$cfg"
     rm -rf "$tmp" "$spill"
   done
+  echo $((SECONDS - start)) >"$work/res/$t.seconds"
 }
 export -f run_one
 export work lib
@@ -120,7 +128,7 @@ label() { # status
   esac
 }
 status=0
-printf '%-26s %-12s %-12s %-12s\n' test bare shim-1MiB shim-64KiB
+printf '%-26s %-12s %-12s %-12s %s\n' test bare shim-1MiB shim-64KiB 'seconds (3 runs)'
 for t in "${tests[@]}"; do
   b=$(result "$t" bare) row=()
   for cfg in 1MiB 64KiB; do
@@ -138,7 +146,7 @@ for t in "${tests[@]}"; do
     fi
     row+=("$l")
   done
-  printf '%-26s %-12s %-12s %-12s\n' "$t" "$(label "$b")" "${row[@]}"
+  printf '%-26s %-12s %-12s %-12s %s\n' "$t" "$(label "$b")" "${row[@]}" "$(result "$t" seconds)"
 done
 echo "glibc-malloc ($mode, $(basename "$tarball")): ${#tests[@]} tests; build $((t1-t0)) s, runs $((t2-t1)) s"
 echo "  (! = passes bare, not under the shim; KNOWN = the failure the header documents)"

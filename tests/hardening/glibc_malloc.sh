@@ -34,7 +34,7 @@
 #     reservation + mimalloc's 32 MiB segment), so pthread_create's stack
 #     mmap fails with EAGAIN. Bare, the process maps ~10 MB.
 # quick (CI, default) shrinks three loops of otherwise unchanged tests, on
-# the extracted copy: tst-malloc-too-large's 2^14 sizes per range to 2^10,
+# the extracted copy: tst-malloc-too-large's 2^14 sizes per range to 2^8,
 # tst-mallocfork2/3's 10000 iterations to 100, tst-malloc-thread-fail's
 # RLIMIT_AS from 200 MB to 32 MB (so it runs out of memory sooner). full
 # runs them as glibc ships them (several minutes).
@@ -68,10 +68,10 @@ mkdir -p "$work/src" "$work/bin" "$work/log" "$work/res"
 tar -xJf "$tarball" -C "$work/src" --strip-components=1 --wildcards '*/malloc/tst-*.c' '*/malloc/tst-*.h'
 m=$work/src/malloc
 if [ "$mode" != full ]; then
-  sed -i 's/#define FOURTEEN_ON_BITS ((1UL << 14) - 1)/#define FOURTEEN_ON_BITS ((1UL << 10) - 1)/' "$m/tst-malloc-too-large.c"
+  sed -i 's/#define FOURTEEN_ON_BITS ((1UL << 14) - 1)/#define FOURTEEN_ON_BITS ((1UL << 8) - 1)/' "$m/tst-malloc-too-large.c"
   sed -i 's/iterations = 10000 }/iterations = 100 }/' "$m/tst-mallocfork2.c" "$m/tst-mallocfork3.c"
   sed -i 's/long target = 200 \* 1024 \* 1024;/long target = 32 * 1024 * 1024;/' "$m/tst-malloc-thread-fail.c"
-  grep -q 'FOURTEEN_ON_BITS ((1UL << 10)' "$m/tst-malloc-too-large.c" &&
+  grep -q 'FOURTEEN_ON_BITS ((1UL << 8)' "$m/tst-malloc-too-large.c" &&
     grep -q 'iterations = 100 }' "$m/tst-mallocfork2.c" && grep -q 'iterations = 100 }' "$m/tst-mallocfork3.c" &&
     grep -q 'target = 32 \*' "$m/tst-malloc-thread-fail.c" ||
     { echo "glibc-malloc: FAIL: the quick-mode edits no longer apply to $(basename "$tarball")"; exit 1; }

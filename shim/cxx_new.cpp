@@ -36,7 +36,7 @@ using namespace spillway;
 namespace {
 
 inline void *try_new(size_t size) {
-    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(aligned_request(size));
     return large_allocate(size, 0, false);
 }
 

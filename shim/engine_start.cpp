@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -187,41 +188,56 @@ int settle() {
 }
 
 // --- fork (engine_start.h, FORK) ---
-// glibc runs one fork's handlers at a time (its atfork lock), so plain
-// globals carry prepare's findings to parent/child.
-bool g_fork_locked = false;
-bool g_fork_engine = false;
-bool g_fork_mid_start = false;
+// Thread-local: concurrent forks run their handlers concurrently, and each
+// fork's parent (or child) handler runs on the thread that ran its prepare.
+// (Shared flags let a second fork's prepare clear the first's before its
+// parent handler read them: the engine's locks, stdio's list lock among
+// them, stayed held; glibc's tst-malloc-fork-deadlock hung on it.)
+thread_local bool t_fork_locked __attribute__((tls_model("initial-exec"))) = false;
+thread_local bool t_fork_engine __attribute__((tls_model("initial-exec"))) = false;
+thread_local bool t_fork_mid_start __attribute__((tls_model("initial-exec"))) = false;
+// Signals stay blocked from prepare to parent/child: a handler that forked
+// in between would run these handlers again on this thread and overwrite
+// the flags above (the engine blocks them too, but only from its prepare on).
+thread_local sigset_t t_fork_saved_mask __attribute__((tls_model("initial-exec")));
 
 void front_fork_prepare() {
-    g_fork_locked = g_fork_engine = g_fork_mid_start = false;
-    if (g_state.load(std::memory_order_acquire) == kOff) return; // nothing to take, ever again
-    if (t_starting) g_fork_mid_start = true; // a signal handler forked inside start-up
-    else if (lock_start_bounded()) g_fork_locked = true;
-    else g_fork_mid_start = true;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &t_fork_saved_mask);
+    t_fork_locked = t_fork_engine = t_fork_mid_start = false;
+    int state = g_state.load(std::memory_order_acquire);
+    if (state == kOff) return; // nothing to take, ever again
+    if (state != kOn) {        // a start-up may be under way: not into the child half done
+        if (t_starting) t_fork_mid_start = true; // a signal handler forked inside start-up
+        else if (lock_start_bounded()) t_fork_locked = true;
+        else t_fork_mid_start = true;
+    }
     if (g_state.load(std::memory_order_acquire) == kOn) {
         g_api->fork_prepare();
-        g_fork_engine = true;
+        t_fork_engine = true;
     }
 }
 
 void front_fork_parent() {
-    if (g_fork_engine) g_api->fork_parent();
-    if (g_fork_locked) pthread_mutex_unlock(&g_start_lock);
+    if (t_fork_engine) g_api->fork_parent();
+    if (t_fork_locked) pthread_mutex_unlock(&g_start_lock);
+    pthread_sigmask(SIG_SETMASK, &t_fork_saved_mask, nullptr);
 }
 
 void front_fork_child() {
-    if (g_fork_engine) g_api->fork_child();
-    if (g_fork_locked) pthread_mutex_unlock(&g_start_lock); // this thread took it
+    if (t_fork_engine) g_api->fork_child();
+    if (t_fork_locked) pthread_mutex_unlock(&g_start_lock); // this thread took it
     else pthread_mutex_init(&g_start_lock, nullptr);       // its holder is not in the child
     int state = g_state.load(std::memory_order_relaxed);
-    if (g_fork_mid_start || (state == kOn && !g_fork_engine) || state == kStarting) {
+    if (t_fork_mid_start || (state == kOn && !t_fork_engine) || state == kStarting) {
         // A start-up no thread of this child will finish (or one that
         // finished without the engine's fork handlers): no engine here.
         t_starting = false;
         g_large_threshold = SIZE_MAX;
         g_state.store(kOff, std::memory_order_relaxed);
     }
+    pthread_sigmask(SIG_SETMASK, &t_fork_saved_mask, nullptr);
 }
 
 } // namespace

@@ -25,11 +25,16 @@
 // the small path at once: start-up never recurses into itself.
 //
 // FORK. The front's handlers are the only ones registered: prepare takes
-// the start lock (so no start-up is half done in the child), then calls the
-// engine's prepare if it has started; parent and child call the engine's
-// and release the lock. A fork from a signal handler that interrupted the
-// start-up (or one that could not get the lock in time) leaves the child
-// with no engine: everything it allocates takes the small path.
+// the start lock while start-up is not settled (so no start-up is half done
+// in the child; once it is, nothing takes that lock and forks need not wait
+// for each other there), then calls the engine's prepare if it has started;
+// parent and child call the engine's and release the lock. What prepare
+// found is kept per thread: glibc runs the handlers of concurrent forks
+// concurrently (it drops its atfork lock around each handler), and only the
+// forking thread runs its fork's parent or child handler. A fork from a
+// signal handler that interrupted the start-up (or one that could not get
+// the lock in time) leaves the child with no engine: everything it
+// allocates takes the small path.
 #pragma once
 
 #include "engine_api.h"

@@ -17,6 +17,7 @@
 #include "region.h"
 #include "small_alloc.h"
 #include "stats.h"
+#include "surface.h"
 #include "writeback.h"
 
 #include <cerrno>
@@ -293,7 +294,7 @@ void *large_realloc(void *p, size_t size) {
     if (!r || r->start != (uintptr_t)p || r->freed.load()) invalid_pointer("realloc", p);
     RegionPin pin(r); // the tiering mover keeps off while it is resized
     if (size < g_large_threshold) {
-        void *q = mi_malloc(size);
+        void *q = mi_malloc(aligned_request(size));
         if (!q) {
             errno = ENOMEM;
             return nullptr;

@@ -35,8 +35,9 @@ using namespace spillway;
 namespace spillway {
 
 void *alloc_aligned(size_t align, size_t size) {
+    if (align < kMinAlign) align = kMinAlign; // as glibc: never less than malloc's
     if (SPW_LIKELY(size < g_large_threshold && align <= kSmallAlignMax))
-        return mi_malloc_aligned(size, align);
+        return mi_malloc_aligned(aligned_request(size), align); // mimalloc's fast path
     return large_allocate(size, align, false);
 }
 
@@ -58,7 +59,7 @@ size_t page_size() {
 } // namespace
 
 SPW_EXPORT void *malloc(size_t size) {
-    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(size);
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(aligned_request(size));
     return large_allocate(size, 0, false);
 }
 
@@ -77,7 +78,7 @@ SPW_EXPORT void *calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return nullptr;
     }
-    if (SPW_LIKELY(total < g_large_threshold)) return mi_calloc(count, size);
+    if (SPW_LIKELY(total < g_large_threshold)) return mi_zalloc(aligned_request(total));
     return large_allocate(total, 0, true);
 }
 
@@ -88,7 +89,7 @@ SPW_EXPORT void *realloc(void *p, size_t size) {
         return nullptr;
     }
     if (arena::owns(p)) return large_realloc(p, size);
-    if (SPW_LIKELY(size < g_large_threshold)) return mi_realloc(p, size);
+    if (SPW_LIKELY(size < g_large_threshold)) return mi_realloc(p, aligned_request(size));
     void *q = large_allocate(size, 0, false);
     if (!q) return nullptr; // p is left untouched, as realloc requires
     size_t old = mi_usable_size(p);
@@ -177,7 +178,7 @@ SPW_EXPORT int __posix_memalign(void **out, size_t align, size_t size) {
 SPW_EXPORT void vfree(void *p) { free(p); }
 SPW_EXPORT size_t malloc_size(const void *p) { return malloc_usable_size(const_cast<void *>(p)); }
 SPW_EXPORT size_t malloc_good_size(size_t size) {
-    if (size < g_large_threshold) return mi_good_size(size);
+    if (size < g_large_threshold) return mi_good_size(aligned_request(size));
     size_t page = page_size(), rounded = (size + page - 1) & ~(page - 1);
     return rounded < size ? size : rounded;
 }

@@ -6,6 +6,8 @@
 // not depend on libstdc++, engine_api.h) and the engine share one copy.
 #pragma once
 
+#include "surface.h"
+
 #include <cstddef>
 #include <mimalloc.h>
 
@@ -16,7 +18,11 @@ namespace spillway {
 constexpr size_t kSmallAlignMax = size_t(1) << 20;
 
 inline void *small_alloc(size_t size, size_t align, bool zero) {
-    if (align) return zero ? mi_zalloc_aligned(size, align) : mi_malloc_aligned(size, align);
+    size = aligned_request(size); // 16-aligned, as glibc's (surface.h)
+    if (align) {
+        if (align < kMinAlign) align = kMinAlign;
+        return zero ? mi_zalloc_aligned(size, align) : mi_malloc_aligned(size, align);
+    }
     return zero ? mi_zalloc(size) : mi_malloc(size);
 }
 

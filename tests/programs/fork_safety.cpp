@@ -10,11 +10,17 @@
 //            first mallocs and frees, small and large: the shim promises
 //            that too (glibc does not: bare, its child can abort with a
 //            malloc assertion when the signal interrupted malloc).
+//   forkers  four threads fork at once (as glibc's tst-malloc-fork-deadlock
+//            does) beside a thread in fflush(NULL) and an allocator: glibc
+//            runs concurrent forks' atfork handlers concurrently, so what a
+//            prepare handler learns must reach its own fork's parent/child
+//            handler, not another's (a shared flag once made a parent
+//            handler skip its unlocks: stdio's list lock stayed held).
 //   stdio    threads in getline() on a file holding one 2.5 MB line (the
 //            buffer grows by realloc through the large threshold), a thread
 //            in fflush(NULL), and threads forking: glibc takes its stdio
 //            list lock before its malloc locks for exactly this cycle.
-// Usage: fork_safety [threads|signal|stdio|all] [seconds per case] [watchdog margin seconds]
+// Usage: fork_safety [threads|signal|forkers|stdio|all] [seconds per case] [watchdog margin seconds]
 // Exit 0 when every case finished in time with every child healthy.
 // Run it bare and under the shim (a 64 KiB and a 1 MiB threshold).
 #include <atomic>
@@ -107,6 +113,7 @@ void *allocator_thread(void *arg) {
 
 std::atomic<int> g_forks{0};
 std::atomic<bool> g_failed{false};
+bool g_child_allocates = true; // false: children _exit at once (more forks overlap)
 
 void *forking_thread(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
@@ -115,7 +122,10 @@ void *forking_thread(void *) {
             g_failed = true;
             return nullptr;
         }
-        if (pid == 0) child_body();
+        if (pid == 0) {
+            if (g_child_allocates) child_body();
+            _exit(kChildOk);
+        }
         if (!reap(pid)) g_failed = true;
         g_forks++;
     }
@@ -268,6 +278,23 @@ int case_stdio() {
     return g_failed || g_forks == 0;
 }
 
+// --- forkers: several threads fork at once -------------------------------------
+int case_forkers() {
+    void *warm = malloc(4 << 20); // large at either threshold: the engine is on
+    if (!warm) return 1;
+    free(warm);
+    g_child_allocates = false;
+    std::vector<pthread_t> threads(6);
+    for (size_t i = 0; i < 4; i++) pthread_create(&threads[i], nullptr, forking_thread, nullptr);
+    pthread_create(&threads[4], nullptr, flush_all_thread, nullptr);
+    pthread_create(&threads[5], nullptr, allocator_thread, (void *)7);
+    run_for_seconds(g_seconds);
+    for (pthread_t t : threads) pthread_join(t, nullptr);
+    printf("forkers: %d forks, %s\n", g_forks.load(), g_failed ? "FAILED" : "ok");
+    fflush(stdout);
+    return g_failed || g_forks == 0;
+}
+
 // Runs one case in its own process group; a case that outlives its time
 // plus a margin is killed (with every child it forked) and reported hung.
 int run_case(const char *name, int (*fn)()) {
@@ -308,7 +335,8 @@ int main(int argc, char **argv) {
     struct {
         const char *name;
         int (*fn)();
-    } cases[] = {{"threads", case_threads}, {"signal", case_signal}, {"stdio", case_stdio}};
+    } cases[] = {{"threads", case_threads}, {"signal", case_signal}, {"forkers", case_forkers},
+                  {"stdio", case_stdio}};
     int failed = 0, ran = 0;
     for (auto &c : cases) {
         if (strcmp(which, "all") != 0 && strcmp(which, c.name) != 0) continue;
@@ -316,7 +344,7 @@ int main(int argc, char **argv) {
         failed += run_case(c.name, c.fn);
     }
     if (!ran) {
-        fprintf(stderr, "usage: fork_safety [threads|signal|stdio|all] [seconds per case] [margin]\n");
+        fprintf(stderr, "usage: fork_safety [threads|signal|forkers|stdio|all] [seconds per case] [margin]\n");
         return 2;
     }
     return failed ? 1 : 0;

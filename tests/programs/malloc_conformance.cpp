@@ -116,6 +116,36 @@ void alignment() {
             free(p);
         }
     report("aligned_alloc with sizes not a multiple of align", good);
+
+    // glibc aligns every block to 16 (alignof(max_align_t)), tiny ones too
+    // (glibc's tst-mallocalign1). Several blocks per size, so a size class
+    // whose blocks are only 8 apart shows; every form that allocates.
+    good = true;
+    char detail[160] = "";
+    auto check = [&](const char *fn, size_t n, void *p) {
+        if (p && (uintptr_t)p % alignof(max_align_t) == 0) return;
+        if (good) snprintf(detail, sizeof detail, "%s(%zu) -> %p", fn, n, p);
+        good = false;
+    };
+    for (size_t n = 0; n <= 1024; n++) {
+        void *blocks[8];
+        for (void *&b : blocks) check("malloc", n, b = malloc(n));
+        for (void *b : blocks) free(b);
+        for (void *&b : blocks) check("calloc", n, b = calloc(1, n));
+        for (void *b : blocks) free(b);
+        for (void *&b : blocks) check("realloc", n, b = realloc(malloc(100), n ? n : 1));
+        for (void *b : blocks) free(b);
+        for (void *&b : blocks) check("operator new", n, b = operator new(n));
+        for (void *b : blocks) operator delete(b);
+        void *out[8];
+        for (void *&b : out) {
+            b = nullptr;
+            if (posix_memalign(&b, sizeof(void *), n) != 0) b = nullptr;
+            check("posix_memalign(8)", n, b);
+        }
+        for (void *b : out) free(b);
+    }
+    report("every block is 16-aligned, sizes 0 to 1024", good, detail);
 }
 
 void realloc_edges() {

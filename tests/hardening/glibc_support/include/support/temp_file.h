@@ -1,0 +1,2 @@
+/* support/temp_file.h — spillway stand-in; everything is in ../harness.h. */
+#include "../harness.h"

@@ -8,8 +8,6 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <fcntl.h>
-#include <mimalloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -39,9 +37,8 @@ TEST_CASE("every submitted file is closed exactly once, mostly off the submittin
         close_spill_file(f);
     });
     for (int i = 0; i < 200; i++) {
-        auto *f = new (mi_malloc(sizeof(SpillFile))) SpillFile();
-        f->fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        REQUIRE(f->fd >= 0);
+        SpillFile *f = nullptr;
+        REQUIRE(new_dedicated_memfd(4096, &f) == 0);
         reaper_submit_file(f);
     }
     reaper_drain();

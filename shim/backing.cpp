@@ -5,7 +5,6 @@
 #include "fd_policy.h"
 #include "log.h"
 #include "reaper.h"
-#include "region.h"
 #include "spilldir.h"
 
 #include <cerrno>
@@ -267,84 +266,76 @@ void close_spill_file(SpillFile *f) {
     mi_free(f);
 }
 
-static int back_disk_in(Region *r, bool own_file) {
+static int back_disk_in(uintptr_t start, size_t len, bool own_file, Placement *out) {
     if (!disk_usable()) return ENOENT;
-    if (own_file || r->map_len >= g_dedicated_min) {
+    if (own_file || len >= g_dedicated_min) {
         SpillFile *f = nullptr;
-        if (int err = new_dedicated_disk_file(r->map_len, &f)) return err;
-        if (int err = map_shared(r->start, r->map_len, f->fd, 0)) {
+        if (int err = new_dedicated_disk_file(len, &f)) return err;
+        if (int err = map_shared(start, len, f->fd, 0)) {
             close_spill_file(f);
             return err;
         }
-        r->file = f;
-        r->file_off = 0;
-        r->backing = Backing::disk;
+        *out = {Backing::disk, f, 0};
         return 0;
     }
     int err = 0;
     SpillFile *pool = disk_pool(err);
     if (!pool) return err;
-    uint64_t off = arena::offset_of(r->start);
-    if ((err = reserve(pool->fd, off, r->map_len))) return err;
-    if ((err = map_shared(r->start, r->map_len, pool->fd, off))) {
-        fallocate(pool->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)r->map_len);
+    uint64_t off = arena::offset_of(start);
+    if ((err = reserve(pool->fd, off, len))) return err;
+    if ((err = map_shared(start, len, pool->fd, off))) {
+        fallocate(pool->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
         return err;
     }
-    r->file = pool;
-    r->file_off = off;
-    r->backing = Backing::disk;
+    *out = {Backing::disk, pool, off};
     return 0;
 }
 
-int back_disk(Region *r) { return back_disk_in(r, false); }
-int back_disk_own_file(Region *r) { return back_disk_in(r, true); }
+int back_disk(uintptr_t start, size_t len, Placement *out) { return back_disk_in(start, len, false, out); }
+int back_disk_own_file(uintptr_t start, size_t len, Placement *out) { return back_disk_in(start, len, true, out); }
 
-int back_memory(Region *r) {
+int back_memory(uintptr_t start, size_t len, Placement *out) {
     int err = 0;
     SpillFile *pool = memory_pool(err);
     if (!pool) return err;
-    uint64_t off = arena::offset_of(r->start);
-    if ((err = ensure_memfd_size(pool, off + r->map_len))) return err;
-    if ((err = map_shared(r->start, r->map_len, pool->fd, off))) return err;
-    r->file = pool;
-    r->file_off = off;
-    r->backing = Backing::memory;
+    uint64_t off = arena::offset_of(start);
+    if ((err = ensure_memfd_size(pool, off + len))) return err;
+    if ((err = map_shared(start, len, pool->fd, off))) return err;
+    *out = {Backing::memory, pool, off};
     return 0;
 }
 
-int back_anon(Region *r) {
-    void *p = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+int back_anon(uintptr_t start, size_t len, Placement *out) {
+    void *p = mmap((void *)start, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED) return errno;
-    r->file = nullptr;
-    r->backing = Backing::anon;
+    *out = {Backing::anon, nullptr, 0};
     return 0;
 }
 
-int grow_backing(Region *r, size_t new_map_len) {
-    size_t old = r->map_len, add = new_map_len - old;
-    uintptr_t tail = r->start + old;
-    if (r->backing == Backing::anon) {
-        void *p = mmap((void *)tail, add, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-        return p == MAP_FAILED ? errno : 0;
+int grow_backing(const Placement &p, uintptr_t start, size_t old_len, size_t new_len, int advice,
+                 bool is_private) {
+    size_t add = new_len - old_len;
+    uintptr_t tail = start + old_len;
+    if (p.backing == Backing::anon) {
+        void *q = mmap((void *)tail, add, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        return q == MAP_FAILED ? errno : 0;
     }
-    SpillFile *f = r->file;
-    if (!f || f->foreign || r->is_private) return EPERM;
-    uint64_t off = r->file_off + old;
-    if (r->backing == Backing::disk) {
+    SpillFile *f = p.file;
+    if (!f || f->foreign || is_private) return EPERM;
+    uint64_t off = p.file_off + old_len;
+    if (p.backing == Backing::disk) {
         if (int err = reserve(f->fd, off, add)) return err;
     } else if (int err = ensure_memfd_size(f, off + add)) {
         return err;
     }
     if (int err = map_shared(tail, add, f->fd, off)) {
-        if (r->backing == Backing::disk || f->pool)
+        if (p.backing == Backing::disk || f->pool)
             fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)add);
         return err;
     }
     // A new mapping starts with MADV_NORMAL: give the tail the region's
     // advice, or a random fault there reads megabytes around it.
-    if (r->advice) madvise((void *)tail, add, r->advice);
+    if (advice) madvise((void *)tail, add, advice);
     return 0;
 }
 
@@ -360,22 +351,15 @@ bool punch_pool_range(SpillFile *f, uint64_t off, size_t len) {
 }
 } // namespace
 
-bool release_backing(Region *r) {
-    SpillFile *f = r->file;
-    r->file = nullptr;
+bool release_backing(const Placement &p, size_t len) {
+    SpillFile *f = p.file;
     if (!f) return true;
-    if (f->pool) return punch_pool_range(f, r->file_off, r->map_len);
+    if (f->pool) return punch_pool_range(f, p.file_off, len);
     // Dedicated: closing our descriptor only drops our reference; the last
     // close of an unnamed file frees it. A fork child's close leaves the
     // parent's descriptor and file untouched.
     close_spill_file(f);
     return true;
-}
-
-bool release_left_pool(Region *r) {
-    SpillFile *f = r->left_pool;
-    r->left_pool = nullptr;
-    return !f || punch_pool_range(f, r->left_pool_off, r->left_pool_len);
 }
 
 void release_left_file(SpillFile *f) {
@@ -384,11 +368,6 @@ void release_left_file(SpillFile *f) {
 
 int initial_advice(size_t map_len, bool random_access) {
     return random_access || map_len < kStreamAdviceFrom ? MADV_RANDOM : MADV_SEQUENTIAL;
-}
-
-void advise_region(Region *r, int advice) {
-    if (r->advice == advice || r->backing == Backing::anon) return;
-    if (madvise((void *)r->start, r->map_len, advice) == 0) r->advice = advice;
 }
 
 void backing_after_fork_child() {
@@ -400,8 +379,6 @@ void backing_after_fork_child() {
     g_memory_pool = nullptr;
     new (&g_pool_lock) std::mutex();
     new (&g_dir_lock) std::mutex(); // a thread opening the directory may be gone
-    for (Region *r = registry_first(); r; r = r->next)
-        if (r->file) r->file->foreign = true;
 }
 
 } // namespace spillway

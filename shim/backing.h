@@ -15,15 +15,13 @@
 #pragma once
 
 #include "config.h"
+#include "placement.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace spillway {
-
-enum class Backing : uint8_t { none = 0, disk = 1, memory = 2, anon = 3 };
-const char *backing_name(Backing b);
 
 // Why a placement fell back; counted in the stats, named in the warning.
 enum class Fallback : uint8_t {
@@ -32,17 +30,6 @@ enum class Fallback : uint8_t {
 };
 const char *fallback_name(Fallback f);
 Fallback fallback_from_errno(int err);
-
-struct SpillFile {
-    int fd = -1;
-    Backing kind = Backing::disk;
-    bool pool = false;
-    bool foreign = false;
-    char exported[256] = {0}; // path once exported
-    SpillFile *queue_next = nullptr; // the reaper's queue of files to close (reaper.h)
-};
-
-struct Region;
 
 // Opens the spill directory and prepares the pools (files are created lazily).
 void backing_init(const Settings &s);
@@ -53,26 +40,27 @@ const std::string &disk_unusable_reason();
 int spill_dir_fd();
 const std::string &spill_dir_path();
 
-// Gives r (start, map_len set) the requested backing and maps it RW.
-// Returns 0, or an errno; on error nothing is mapped and nothing is leaked.
-int back_disk(Region *r);
-// The same in a spill file of the region's own, whatever its size (so that
-// naming it later, for another process, moves nothing).
-int back_disk_own_file(Region *r);
-int back_memory(Region *r);
-int back_anon(Region *r);
+// Maps [start, start+len) of the arena RW with the requested backing and
+// returns where the bytes live in *out. Returns 0, or an errno; on error
+// nothing is mapped and nothing is leaked.
+int back_disk(uintptr_t start, size_t len, Placement *out);
+// The same in a spill file of its own, whatever its size (so that naming it
+// later, for another process, moves nothing).
+int back_disk_own_file(uintptr_t start, size_t len, Placement *out);
+int back_memory(uintptr_t start, size_t len, Placement *out);
+int back_anon(uintptr_t start, size_t len, Placement *out);
 
-// Extends r's backing and mapping from r->map_len to new_map_len in place
-// (the arena space behind it is already r's). 0 or errno.
-int grow_backing(Region *r, size_t new_map_len);
+// Extends placement p, mapped at [start, start+old_len), to new_len in place
+// (the arena space behind it is already the caller's); the new tail gets
+// advice (0: none). EPERM for a foreign file or a private (fork child)
+// mapping. 0 or errno.
+int grow_backing(const Placement &p, uintptr_t start, size_t old_len, size_t new_len, int advice,
+                 bool is_private);
 
-// After r's range was unmapped: punches its pool range or closes its file.
-// False when a pool range could not be punched (its arena space must then
-// never be reused, since a reuse would not read as zeros).
-bool release_backing(Region *r);
-// The pool range r was moved away from, if any (Region::left_pool): punched
-// when r is retired. Returns false when it could not be punched.
-bool release_left_pool(Region *r);
+// After p's range of len bytes was unmapped: punches its pool range or
+// closes its file. False when a pool range could not be punched (its arena
+// space must then never be reused, since a reuse would not read as zeros).
+bool release_backing(const Placement &p, size_t len);
 // A dedicated file a region has just left (rehome.h): closed by the reaper
 // thread, because the last close of a large file can take seconds (ext4
 // discarding its blocks) and the mover holds locks that pins wait on.
@@ -96,11 +84,8 @@ int new_dedicated_memfd(size_t len, SpillFile **out);
 constexpr size_t kStreamAdviceFrom = size_t(8) << 20;
 int initial_advice(size_t map_len, bool random_access);
 
-// Sets r's madvise advice (MADV_NORMAL / SEQUENTIAL / RANDOM) if it changed.
-// Advice is part of placement: readahead is 8 MiB on the spill disk here.
-void advise_region(Region *r, int advice);
-
-// Fork child: mark every file foreign and forget the pools.
+// Fork child: forget the pools (marked foreign; the large path marks the
+// files of inherited regions, large_fork_child).
 void backing_after_fork_child();
 
 } // namespace spillway

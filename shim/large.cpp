@@ -73,13 +73,21 @@ void register_region(Region *r) {
     abort();
 }
 
+// Runs one backing over r's range and stores the placement it returns.
+static int back(Region *r, int (*backing)(uintptr_t, size_t, Placement *)) {
+    Placement p;
+    int err = backing(r->start, r->map_len, &p);
+    if (err == 0) set_placement(r, p);
+    return err;
+}
+
 // Carries out the decision, falling back to anonymous memory with one
 // warning line that names the reason. Returns 0 or errno (nothing mapped).
 static int place(Region *r, const Decision &d) {
     int err = 0;
     if (d.backing == Backing::none) return ENOENT; // a file was required and none can be had
     if (d.backing == Backing::disk) {
-        if (!(err = d.own_file ? back_disk_own_file(r) : back_disk(r))) return 0;
+        if (!(err = back(r, d.own_file ? back_disk_own_file : back_disk))) return 0;
         if (d.fallback == Backing::none) return err; // the caller required a file: it falls back itself
         Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
         stats_on_fallback(why);
@@ -89,14 +97,14 @@ static int place(Region *r, const Decision &d) {
                 r->map_len, spill_dir_path().c_str(), fallback_name(why),
                 disk_usable() ? strerror(err) : disk_unusable_reason().c_str(),
                 d.fallback == Backing::memory ? "memfd" : "anonymous");
-        if (d.fallback == Backing::memory && back_memory(r) == 0) return 0;
+        if (d.fallback == Backing::memory && back(r, back_memory) == 0) return 0;
     } else if (d.backing == Backing::memory) {
-        if (!(err = back_memory(r))) return 0;
+        if (!(err = back(r, back_memory))) return 0;
         stats_on_fallback(Fallback::memfd_failed);
         SPW_LOG(warn, "memfd region of %zu bytes failed (%s); using anonymous memory", r->map_len,
                 strerror(err));
     }
-    return back_anon(r);
+    return back(r, back_anon);
 }
 
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
@@ -228,8 +236,14 @@ void large_retire(Region *r) {
     { std::lock_guard<std::mutex> readers_done(large_lock()); }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
-    bool clean = unmapped && release_backing(r);
-    clean = release_left_pool(r) && clean;
+    bool clean = false;
+    if (unmapped) {
+        clean = release_backing(placement_of(r), r->map_len);
+        r->file = nullptr;
+    }
+    if (SpillFile *left = r->left_pool) // the pool range a move left (region.h)
+        clean = release_backing({left->kind, left, r->left_pool_off}, r->left_pool_len) && clean;
+    r->left_pool = nullptr;
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(r->start, r->va_len);
     registry_unlink(r);
@@ -323,7 +337,7 @@ void *large_realloc(void *p, size_t size) {
             arena::publish(r, r->start, r->va_len);
         }
     }
-    if (room && grow_backing(r, new_map_len) == 0) {
+    if (room && grow_backing(placement_of(r), r->start, r->map_len, new_map_len, r->advice.load(), r->is_private) == 0) {
         stats_on_grow(r->backing, new_map_len - r->map_len);
         std::lock_guard<std::mutex> guard(large_lock()); // the learner reads map_len under it
         r->map_len = new_map_len;
@@ -355,8 +369,13 @@ void *large_realloc(void *p, size_t size) {
 void large_fork_child(bool trusted) {
     // Shared mappings would let this child's writes reach the parent: give
     // the child a private copy-on-write view of the same bytes instead.
+    // Every inherited file is the parent's: never extended, punched,
+    // truncated or closed by this process (backing.h).
     for (Region *r = registry_first(); r; r = r->next) {
-        if (!r->file || r->is_private) continue;
+        if (r->left_pool) r->left_pool->foreign = true;
+        if (!r->file) continue;
+        r->file->foreign = true;
+        if (r->is_private) continue;
         void *q = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
                        r->file->fd, (off_t)r->file_off);
         if (q == MAP_FAILED) {

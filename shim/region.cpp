@@ -4,6 +4,7 @@
 #include <atomic>
 #include <mimalloc.h>
 #include <new>
+#include <sys/mman.h>
 
 namespace spillway {
 
@@ -44,6 +45,11 @@ size_t registry_count() { return g_count; }
 Region *region_new() {
     void *mem = mi_malloc(sizeof(Region));
     return mem ? new (mem) Region() : nullptr;
+}
+
+void advise_region(Region *r, int advice) {
+    if (r->advice == advice || r->backing == Backing::anon) return;
+    if (madvise((void *)r->start, r->map_len, advice) == 0) r->advice = advice;
 }
 
 void region_delete(Region *r) {

@@ -16,7 +16,7 @@
 //    interposed malloc, so the large path cannot recurse into itself.
 #pragma once
 
-#include "backing.h"
+#include "placement.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -58,6 +58,19 @@ struct Region {
     Region *prev = nullptr, *next = nullptr; // registry (live list)
     Region *queue_next = nullptr;             // reaper queue
 };
+
+// A region's placement as one value, and storing the one a backing returned.
+inline Placement placement_of(const Region *r) { return {r->backing, r->file, r->file_off}; }
+inline void set_placement(Region *r, const Placement &p) {
+    r->backing = p.backing;
+    r->file = p.file;
+    r->file_off = p.file_off;
+}
+
+// Sets r's madvise advice (MADV_NORMAL / SEQUENTIAL / RANDOM) if it changed;
+// anonymous regions keep the kernel's default. Advice is part of placement:
+// readahead is 8 MiB on the spill disk here.
+void advise_region(Region *r, int advice);
 
 // The large-path lock: arena space, the live list, file bookkeeping.
 std::mutex &large_lock();

@@ -3,6 +3,7 @@
 // back to holes; growth extends in place; foreign files are never touched.
 #include "shim_fixture.h"
 
+#include "backing.h"
 #include "region.h"
 
 #include <catch2/catch.hpp>
@@ -20,9 +21,21 @@ static void place_region(Region &r, size_t len) {
     r.va_len = arena::granules(len) * arena::kGranule;
 }
 
+// Runs one backing over r's range and stores its placement, as large.cpp does.
+static int back_into(Region &r, int (*backing)(uintptr_t, size_t, Placement *)) {
+    Placement p;
+    int err = backing(r.start, r.map_len, &p);
+    if (err == 0) set_placement(&r, p);
+    return err;
+}
+
+static int grow(Region &r, size_t new_len) {
+    return grow_backing(placement_of(&r), r.start, r.map_len, new_len, r.advice.load(), r.is_private);
+}
+
 static void retire(Region &r) {
     arena::unmap_to_reserved(r.start, r.va_len);
-    CHECK(release_backing(&r));
+    CHECK(release_backing(placement_of(&r), r.map_len));
     std::lock_guard<std::mutex> guard(large_lock());
     arena::give_back(r.start, r.va_len);
 }
@@ -39,7 +52,7 @@ TEST_CASE("disk pool regions are reserved, zeroed, and punched on release") {
     REQUIRE(disk_usable());
     Region r;
     place_region(r, 4 << 20);
-    REQUIRE(back_disk(&r) == 0);
+    REQUIRE(back_into(r, back_disk) == 0);
     CHECK(r.backing == Backing::disk);
     REQUIRE(r.file);
     CHECK(r.file->pool);
@@ -64,7 +77,7 @@ TEST_CASE("large disk regions get a dedicated reserved file") {
     test::bring_up();
     Region r;
     place_region(r, size_t(test::settings().dedicated_min));
-    REQUIRE(back_disk(&r) == 0);
+    REQUIRE(back_into(r, back_disk) == 0);
     REQUIRE(r.file);
     CHECK_FALSE(r.file->pool);
     struct stat st;
@@ -78,14 +91,14 @@ TEST_CASE("memory regions are memfd, anon regions are anonymous") {
     test::bring_up();
     Region m;
     place_region(m, 2 << 20);
-    REQUIRE(back_memory(&m) == 0);
+    REQUIRE(back_into(m, back_memory) == 0);
     CHECK(m.backing == Backing::memory);
     CHECK(all_zero(m));
     memset((void *)m.start, 1, m.map_len);
     retire(m);
     Region a;
     place_region(a, 2 << 20);
-    REQUIRE(back_anon(&a) == 0);
+    REQUIRE(back_into(a, back_anon) == 0);
     CHECK(a.backing == Backing::anon);
     CHECK(a.file == nullptr);
     memset((void *)a.start, 1, a.map_len);
@@ -102,9 +115,9 @@ TEST_CASE("growth extends the reservation and the mapping in place") {
             std::lock_guard<std::mutex> guard(large_lock());
             REQUIRE(arena::extend(r.start, arena::kGranule, 2 * arena::kGranule));
         }
-        REQUIRE(back(&r) == 0);
+        REQUIRE(back_into(r, back) == 0);
         memset((void *)r.start, 7, r.map_len);
-        REQUIRE(grow_backing(&r, 4 << 20) == 0);
+        REQUIRE(grow(r, 4 << 20) == 0);
         r.map_len = 4 << 20;
         unsigned char *p = (unsigned char *)r.start;
         CHECK(p[(2 << 20) - 1] == 7);
@@ -118,9 +131,9 @@ TEST_CASE("a foreign file is never grown") {
     test::bring_up();
     Region r;
     place_region(r, 2 << 20);
-    REQUIRE(back_disk(&r) == 0);
+    REQUIRE(back_into(r, back_disk) == 0);
     r.file->foreign = true;
-    CHECK(grow_backing(&r, 4 << 20) == EPERM);
+    CHECK(grow(r, 4 << 20) == EPERM);
     r.file->foreign = false;
     retire(r);
 }

@@ -171,7 +171,8 @@ bool grow_to(size_t end_granule) {
         growth_failed(end_granule * kGranule, E2BIG);
         return false;
     }
-    size_t want = round_up(end_granule * kGranule, kStepBytes);
+    size_t want = round_up(end_granule * kGranule, kMinStep);
+    if (want < old + step_after(old)) want = old + step_after(old); // geometric: few growth calls
     if (want > g_max) want = g_max;
     if (want <= old) return true;
     if (!ensure_slot_pages(want) || !ensure_run_capacity(want / kGranule)) {
@@ -191,13 +192,16 @@ bool grow_to(size_t end_granule) {
     return true;
 }
 
-// Gives back the top of the reservation when more than one step of it is free.
+// Gives back the top of the reservation when more than one step of it is free
+// (growth by half and shrinking past a step of slack leave a band between
+// them, so a region freed and taken again at the top does not remap).
 void maybe_shrink() {
     if (!g_run_count) return;
     size_t old = size_now();
     Run &last = g_runs[g_run_count - 1];
     if (last.first + last.count != old / kGranule) return;
-    size_t keep = round_up(last.first * kGranule, kStepBytes) + kStepBytes;
+    size_t used_top = round_up(last.first * kGranule, kMinStep);
+    size_t keep = used_top + step_after(used_top);
     if (keep < kInitialBytes) keep = kInitialBytes;
     if (keep >= old) return;
     // Smaller first, then unmap: owns() must never claim what lands there next.

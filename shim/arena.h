@@ -6,10 +6,14 @@
 //    lock. g_base is written once at start-up; g_size grows (and shrinks) in
 //    steps, under the large-path lock, only at the top of the range.
 //  * The range is reserved in proportion to what the job uses: it starts at
-//    kInitialBytes and grows in kStepBytes steps with MAP_FIXED_NOREPLACE at
-//    its own end, into a gap chosen at start-up so that ordinary mappings
-//    approach it last; it shrinks back (keeping one step of slack) when the
-//    top empties. A process that lowers RLIMIT_AS after start-up keeps its
+//    kInitialBytes and grows with MAP_FIXED_NOREPLACE at its own end, by at
+//    least half of what it holds (step_after: from kMinStep up to kMaxStep,
+//    so a growing job makes O(log n) growth calls), into a gap chosen at
+//    start-up so that ordinary mappings approach it last; it shrinks back
+//    when the top empties, keeping one step of slack above what is used.
+//    The first step is small because address space is a limit too: a
+//    process that sets RLIMIT_AS to 200 MB right after start (glibc's
+//    tst-malloc-thread-fail) must still have room for its thread stacks. A process that lowers RLIMIT_AS after start-up keeps its
 //    room for threads and mappings. When the next address is taken or the
 //    limit forbids growth, take() returns 0 and the caller falls back to the
 //    small path (as when full), with one warning per process. (A table of
@@ -37,8 +41,15 @@ struct Region;
 namespace arena {
 
 constexpr size_t kGranule = size_t(2) << 20;
-constexpr size_t kStepBytes = size_t(256) << 20;  // growth step (and the slack kept)
-constexpr size_t kInitialBytes = kStepBytes;      // reserved at start-up
+constexpr size_t kMinStep = size_t(32) << 20;     // smallest growth step and slack
+constexpr size_t kMaxStep = size_t(1) << 30;      // largest growth step and slack
+constexpr size_t kInitialBytes = kMinStep;        // reserved at start-up
+// Growth step (and slack kept) for a range whose used top is `bytes`: half of
+// it, rounded to kMinStep, within [kMinStep, kMaxStep].
+constexpr size_t step_after(size_t bytes) {
+    size_t half = (bytes / 2 + kMinStep - 1) / kMinStep * kMinStep;
+    return half < kMinStep ? kMinStep : half > kMaxStep ? kMaxStep : half;
+}
 constexpr size_t kSlotPageBytes = size_t(1) << 30; // arena bytes per slot-table page
 
 // Defined in front_state.cpp (libspillway.so), used by both libraries.

@@ -93,19 +93,30 @@ TEST_CASE("start-up reserves one step, not terabytes") {
     test::bring_up();
     CHECK(arena::max_bytes() >= (size_t(1) << 40));
     // Other tests may hold regions, but never more than a step's slack beyond them.
-    CHECK(reserved() <= arena::used_bytes() + 2 * arena::kStepBytes);
+    CHECK(reserved() <= arena::used_bytes() + arena::step_after(arena::used_bytes()) + 2 * arena::kMinStep);
+}
+
+TEST_CASE("growth steps are half of what is held, between the smallest and largest step") {
+    CHECK(arena::kInitialBytes == arena::kMinStep);
+    CHECK(arena::kInitialBytes <= (size_t(32) << 20)); // room under a 200 MB RLIMIT_AS
+    CHECK(arena::step_after(0) == arena::kMinStep);
+    CHECK(arena::step_after(arena::kMinStep) == arena::kMinStep);
+    CHECK(arena::step_after(size_t(100) << 20) == (size_t(64) << 20));
+    CHECK(arena::step_after(size_t(10) << 30) == arena::kMaxStep);
 }
 
 TEST_CASE("the reservation grows for a region that does not fit, and shrinks back") {
     test::bring_up();
     std::lock_guard<std::mutex> guard(large_lock());
     size_t before = reserved();
-    size_t big_len = before + 3 * arena::kStepBytes + G; // cannot fit in what is reserved
+    size_t big_len = before + 3 * arena::kMinStep + G; // cannot fit in what is reserved
     uintptr_t big = arena::take(big_len, G);
     REQUIRE(big);
     CHECK(reserved() >= big - arena::g_base + big_len);
-    CHECK(reserved() % arena::kStepBytes == 0);
-    CHECK(reserved() <= big - arena::g_base + big_len + arena::kStepBytes); // bounded slack
+    CHECK(reserved() % arena::kMinStep == 0);
+    size_t big_end = big - arena::g_base + big_len;
+    CHECK(reserved() <= (big_end + arena::kMinStep - 1) / arena::kMinStep * arena::kMinStep +
+                            arena::step_after(big_end)); // bounded slack
     // Every byte of the grown range is mapped (PROT_NONE): mincore fails
     // with ENOMEM on an unmapped page, succeeds on a reserved one.
     unsigned char vec[1];
@@ -124,13 +135,13 @@ TEST_CASE("the reservation grows for a region that does not fit, and shrinks bac
         REQUIRE(arena::extend(big, big_len, top_len));
         big_len = top_len;
     }
-    REQUIRE(arena::extend(big, big_len, big_len + arena::kStepBytes));
-    big_len += arena::kStepBytes;
+    REQUIRE(arena::extend(big, big_len, big_len + arena::kMinStep));
+    big_len += arena::kMinStep;
     CHECK(reserved() >= big - arena::g_base + big_len);
 
     uintptr_t end = arena::g_base + reserved();
     arena::give_back(big, big_len);
-    CHECK(reserved() <= before + arena::kStepBytes);
+    CHECK(reserved() <= before + arena::step_after(before));
     CHECK_FALSE(arena::owns((void *)(end - 1)));
     // The top was unmapped, not left reserved.
     CHECK(mincore((void *)(end - 4096), 4096, vec) == -1);

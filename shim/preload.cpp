@@ -109,10 +109,15 @@ SPW_EXPORT void *reallocarray(void *p, size_t count, size_t size) {
 
 SPW_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
     if (!is_power_of_two(align) || align % sizeof(void *) != 0) return EINVAL;
+    // errno: untouched on success; ENOMEM on failure, as glibc leaves it
+    // (its own tst-malloc-thread-fail checks errno after a failed call).
     int saved = errno;
     void *p = alloc_aligned(align, size);
+    if (!p) {
+        errno = ENOMEM;
+        return ENOMEM;
+    }
     errno = saved;
-    if (!p) return ENOMEM;
     *out = p;
     return 0;
 }

@@ -105,6 +105,7 @@ void alignment() {
     void *sentinel = (void *)0x1234, *out = sentinel;
     int rc = posix_memalign(&out, 64, opaque(SIZE_MAX));
     report("posix_memalign(64, SIZE_MAX): ENOMEM, out untouched", rc == ENOMEM && out == sentinel);
+    report("posix_memalign(64, SIZE_MAX) leaves errno ENOMEM, as glibc does", errno == ENOMEM);
 
     good = true;
     for (size_t align : {size_t(16), size_t(64), size_t(4096)})

@@ -52,6 +52,25 @@ CodeRange g_self, g_front;
 std::string *g_exe_name = nullptr;
 
 thread_local bool t_capturing __attribute__((tls_model("initial-exec"))) = false;
+// libunwind keeps its trace cache in dynamic TLS (it is dlopened), which the
+// loader allocates with malloc at a thread's first unw_backtrace and, if that
+// malloc fails, kills the process ("cannot allocate memory for thread-local
+// data"). Measured: glibc's tst-malloc-thread-fail (threads allocating under
+// a 200 MB RLIMIT_AS) died so in 2 of 3 runs at a 64 KiB threshold. So a
+// thread's first capture first checks that a small malloc succeeds here.
+thread_local bool t_unwinder_tls_ready __attribute__((tls_model("initial-exec"))) = false;
+
+// Whether the loader can give this thread libunwind's TLS block (16 bytes,
+// one malloc). A block of that size just freed by this thread is the one its
+// next malloc of that size gets back (mimalloc's thread-local free list).
+bool unwinder_tls_can_be_allocated() {
+    if (t_unwinder_tls_ready) return true;
+    void *probe[2] = {mi_malloc(16), mi_malloc(64)}; // the block, and a dtv resize's small realloc
+    bool ok = probe[0] && probe[1];
+    mi_free(probe[0]);
+    mi_free(probe[1]);
+    return ok;
+}
 
 uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -226,7 +245,8 @@ void callsite_init(const Settings &s) {
 CallSite *callsite_capture() {
     if (t_capturing || !g_settings || g_captures_off) return nullptr;
     t_capturing = true;
-    if (!unwind_ready()) { // loaded here, at the first capture (unwind_lazy.h), outside the gate
+    if (!unwind_ready() || // loaded here, at the first capture (unwind_lazy.h), outside the gate
+        !unwinder_tls_can_be_allocated()) { // out of memory: no site rather than a dead process
         t_capturing = false;
         return nullptr;
     }
@@ -235,6 +255,7 @@ CallSite *callsite_capture() {
     pthread_rwlock_rdlock(&g_capture_gate);
     void *raw[kMaxFrames + 16];
     int n = unw_backtrace(raw, (int)(g_depth + 16));
+    t_unwinder_tls_ready = true;
     int first = 0;
     while (first < n && (g_self.has((uintptr_t)raw[first]) || g_front.has((uintptr_t)raw[first])))
         first++;

@@ -27,16 +27,19 @@
 #   tst-dynarray*, tst-alloc_buffer, tst-scratch_buffer  glibc-internal headers
 #   tst-interpose-static-*        static binaries: LD_PRELOAD does not apply
 #   (tst-aligned-alloc and tst-malloc-thread-fail's newer forms: not in 2.36)
-# Known failure under the shim, reported, not hidden (KNOWN in the table;
-# any other way of failing is a FAIL):
-#   tst-malloc-thread-fail  sets RLIMIT_AS to 200 MB after start-up; under the
-#     shim the process already maps ~300 MB (256 MiB PROT_NONE arena
-#     reservation + mimalloc's 32 MiB segment), so pthread_create's stack
-#     mmap fails with EAGAIN. Bare, the process maps ~10 MB.
+# No known failures. tst-malloc-thread-fail (threads allocating until a
+#   200 MB RLIMIT_AS set after start-up runs out) failed under the shim until
+#   2026-12-01: first with EAGAIN from pthread_create (the arena reserved
+#   256 MiB at start; now 32 MiB, growing by half), then, in 2 of 3 runs at
+#   64KiB, with the loader's "cannot allocate memory for thread-local data"
+#   (libunwind's dynamic TLS, allocated at a thread's first call-site
+#   capture; callsite.cpp now checks a small malloc succeeds first).
 # quick (CI, default) shrinks three loops of otherwise unchanged tests, on
 # the extracted copy: tst-malloc-too-large's 2^14 sizes per range to 2^8,
 # tst-mallocfork2/3's 10000 iterations to 100, tst-malloc-thread-fail's
-# RLIMIT_AS from 200 MB to 32 MB (so it runs out of memory sooner). full
+# RLIMIT_AS from 200 MB to 128 MB (so it runs out sooner: 18-22 s bare; a
+# process under plain mimalloc already maps 35 MB at start, under the shim
+# with its engine loaded 73 MB, so the limit cannot go much lower). full
 # runs them as glibc ships them (several minutes).
 set -euo pipefail
 lib=$1
@@ -60,7 +63,7 @@ tests=(tst-malloc tst-calloc tst-realloc tst-reallocarray tst-memalign tst-posix
        tst-free-errno tst-obstack tst-trim1 tst-malloc-thread-exit tst-malloc-thread-fail
        tst-malloc-fork-deadlock tst-mallocfork tst-mallocfork2 tst-mallocfork3
        tst-interpose-nothread tst-interpose-thread)
-declare -A known=([tst-malloc-thread-fail]='pthread_create: Resource temporarily unavailable')
+declare -A known=() # test name -> the line its documented failure prints (none now)
 
 work=$(mktemp -d /var/tmp/spillway-glibc-malloc.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -70,10 +73,10 @@ m=$work/src/malloc
 if [ "$mode" != full ]; then
   sed -i 's/#define FOURTEEN_ON_BITS ((1UL << 14) - 1)/#define FOURTEEN_ON_BITS ((1UL << 8) - 1)/' "$m/tst-malloc-too-large.c"
   sed -i 's/iterations = 10000 }/iterations = 100 }/' "$m/tst-mallocfork2.c" "$m/tst-mallocfork3.c"
-  sed -i 's/long target = 200 \* 1024 \* 1024;/long target = 32 * 1024 * 1024;/' "$m/tst-malloc-thread-fail.c"
+  sed -i 's/long target = 200 \* 1024 \* 1024;/long target = 128 * 1024 * 1024;/' "$m/tst-malloc-thread-fail.c"
   grep -q 'FOURTEEN_ON_BITS ((1UL << 8)' "$m/tst-malloc-too-large.c" &&
     grep -q 'iterations = 100 }' "$m/tst-mallocfork2.c" && grep -q 'iterations = 100 }' "$m/tst-mallocfork3.c" &&
-    grep -q 'target = 32 \*' "$m/tst-malloc-thread-fail.c" ||
+    grep -q 'target = 128 \*' "$m/tst-malloc-thread-fail.c" ||
     { echo "glibc-malloc: FAIL: the quick-mode edits no longer apply to $(basename "$tarball")"; exit 1; }
 fi
 

@@ -118,9 +118,11 @@ int alloc_random(size_t size) {
 }
 
 int inactive() {
-    char *big = (char *)malloc(64 * MiB);
-    char *placed = (char *)spillway_alloc(64 * MiB, SPILLWAY_PREFER_DISK);
-    if (placed) fill(placed, 0, 64 * MiB, 3); // usable memory, whatever its home
+    // Small: the test's RLIMIT_AS leaves room for these but not for the arena.
+    const size_t n = 8 * MiB;
+    char *big = (char *)malloc(n);
+    char *placed = (char *)spillway_alloc(n, SPILLWAY_PREFER_DISK);
+    if (placed) fill(placed, 0, n, 3); // usable memory, whatever its home
     char path[4096] = "";
     errno = 0;
     void *mapped = spillway_map("/etc/hostname", 4096);
@@ -131,7 +133,7 @@ int inactive() {
     printf("release=%d\n", spillway_release_page_cache(big));
     printf("spill=%d\n", spillway_spill(big));
     printf("export=%d\n", spillway_export(big, path, sizeof path));
-    printf("alloc=%s\n", placed && first_mismatch(placed, 0, 64 * MiB, 3) == SIZE_MAX ? "usable" : "null");
+    printf("alloc=%s\n", placed && first_mismatch(placed, 0, n, 3) == SIZE_MAX ? "usable" : "null");
     printf("alloc_backing=%d\n", placed ? spillway_backing(placed) : -1);
     printf("map=%s errno=%d\n", mapped ? "mapped" : "null", map_errno);
     free(placed);

@@ -15,7 +15,10 @@ using namespace control_test;
 TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal") {
     SpawnOptions limited;
     limited.before_exec = [] {
-        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
+        // Room for the process and its engine (about 41 MB) and two 8 MiB
+        // blocks, not for the arena's first 32 MiB step as well (measured:
+        // inactive from 52 to 72 MB, active at 80).
+        struct rlimit as = {size_t(60) << 20, size_t(60) << 20};
         setrlimit(RLIMIT_AS, &as);
     };
     int status = -1;
@@ -36,7 +39,10 @@ TEST_CASE("with the shim loaded but inactive, every call is a harmless refusal")
 TEST_CASE("with the shim inactive, REQUIRE_DISK and the reference API's queries refuse") {
     SpawnOptions limited;
     limited.before_exec = [] {
-        struct rlimit as = {size_t(200) << 20, size_t(200) << 20}; // below the first arena step
+        // Room for the process and its engine (about 41 MB) and two 8 MiB
+        // blocks, not for the arena's first 32 MiB step as well (measured:
+        // inactive from 52 to 72 MB, active at 80).
+        struct rlimit as = {size_t(60) << 20, size_t(60) << 20};
         setrlimit(RLIMIT_AS, &as);
     };
     int status = -1;

@@ -202,25 +202,31 @@ SPW_API int spillway_region(const void *p, void **start, size_t *size) {
 
 SPW_API int spillway_spill(void *p) { return large_move_to_disk(p); }
 
+namespace {
+// Links a region's file into the spill directory under a fresh name that
+// cannot be guessed (large_export calls it with the region pinned).
+int link_export_name(int fd, size_t size, void *, char *path, size_t cap) {
+    if (!getenv(kPreparedMarker)) spillway_prepare_dir(); // first exporter cleans up
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d-", (int)getpid());
+    std::string suffix = random_hex(32);
+    if (suffix.empty()) return -EIO; // no entropy: an export name must not be guessable
+    std::string name = std::string(kExportPrefix) + pid + suffix;
+    // The file is exactly as long as the allocation, so that a reader
+    // checking the size against its shape (spillway_map, load) agrees.
+    if (ftruncate(fd, (off_t)size) != 0) return -errno;
+    if (int rc = link_into_dir(fd, name)) return rc;
+    std::string full = spill_dir_path() + "/" + name;
+    if (full.size() + 1 > cap) return -ENAMETOOLONG;
+    memcpy(path, full.c_str(), full.size() + 1);
+    return 0;
+}
+} // namespace
+
 SPW_API int spillway_export(const void *p, char *path, size_t cap) {
     if (!path || cap == 0) return -EINVAL;
     View v;
-    if (int rc = large_own_file(p, &v)) return rc;
-    if (!v.exported[0]) {
-        if (!getenv(kPreparedMarker)) spillway_prepare_dir(); // first exporter cleans up
-        char pid[16];
-        snprintf(pid, sizeof pid, "%d-", (int)getpid());
-        std::string suffix = random_hex(32);
-        if (suffix.empty()) return -EIO; // no entropy: an export name must not be guessable
-        std::string name = std::string(kExportPrefix) + pid + suffix;
-        // The file is exactly as long as the allocation, so that a reader
-        // checking the size against its shape (spillway_map, load) agrees.
-        if (ftruncate(v.fd, (off_t)v.size) != 0) return -errno;
-        if (int rc = link_into_dir(v.fd, name)) return rc;
-        std::string full = spill_dir_path() + "/" + name;
-        if (int rc = large_set_exported(p, full.c_str())) return rc;
-        snprintf(v.exported, sizeof v.exported, "%s", full.c_str());
-    }
+    if (int rc = large_export(p, link_export_name, nullptr, &v)) return rc;
     if (strlen(v.exported) + 1 > cap) return -ERANGE;
     memcpy(path, v.exported, strlen(v.exported) + 1);
     return 0;

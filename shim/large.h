@@ -75,13 +75,16 @@ bool large_view(const void *p, RegionView *out);
 // Moves the region starting at p to a disk file of its own unless it is on
 // disk already (spillway_spill). 0 or -errno.
 int large_move_to_disk(void *p);
-// Gives the region holding p a disk file of its own this process may name
-// (moving its bytes if needed) and returns its view (spillway_export).
-// -EPERM for a file mapped by path or a fork child's copy. 0 or -errno.
-int large_own_file(const void *p, RegionView *out);
-// Records the name the region's own file was given (linked into the spill
-// directory by the caller). 0, or -EINVAL when the region is gone.
-int large_set_exported(const void *p, const char *path);
+// Names the file of the region holding p (spillway_export): gives it a disk
+// file of its own if need be (moving its bytes), then, unless it has a name
+// already, calls name_file(fd, size, ctx, path, cap), which links the file
+// into the spill directory and writes the name, and records that name. The
+// region is pinned from the file's check to the recorded name, so a tiering
+// move cannot swap the file (and close the descriptor name_file links) in
+// between. out gets the view, name included. -EPERM for a file mapped by
+// path or a fork child's copy. 0 or -errno.
+using NameFileFn = int (*)(int fd, size_t size, void *ctx, char *path, size_t cap);
+int large_export(const void *p, NameFileFn name_file, void *ctx, RegionView *out);
 // Maps the existing regular file at path, exactly expected_size bytes long,
 // as a disk region (spillway_map); the file is never extended, punched or
 // truncated. nullptr with errno set (ENOENT missing, EINVAL wrong size).

@@ -1,6 +1,7 @@
 // large_aware.cpp — the large path's answers to aware code (large.h, the
 // section control.cpp forwards to): views of a region, moving one to a file
-// of its own, naming that file, and adopting a file mapped by path.
+// of its own, naming that file (pinned against tiering moves), and adopting
+// a file mapped by path.
 //
 // Invariant: a region's fields are read and written only under the large
 // lock; the system calls that follow (rehome, mmap, open) run without it.
@@ -91,7 +92,9 @@ int large_move_to_disk(void *p) {
     return give_own_disk_file(r);
 }
 
-int large_own_file(const void *p, RegionView *out) {
+namespace {
+// Gives the region holding p a disk file of its own, as large_export says.
+int own_file(const void *p, RegionView *out) {
     if (!arena::owns(p)) return -EINVAL;
     Region *r;
     {
@@ -107,13 +110,35 @@ int large_own_file(const void *p, RegionView *out) {
     if (int rc = give_own_disk_file(r)) return rc;
     return large_view(p, out) ? 0 : -EINVAL;
 }
+} // namespace
 
-int large_set_exported(const void *p, const char *path) {
-    std::lock_guard<std::mutex> guard(large_lock());
-    Region *r = live_region_holding(p);
-    if (!r || !r->file) return -EINVAL;
-    snprintf(r->file->exported, sizeof r->file->exported, "%s", path);
-    return 0;
+int large_export(const void *p, NameFileFn name_file, void *ctx, RegionView *out) {
+    // The move to a file of its own cannot run pinned (a pinned region is not
+    // moved), so: move, pin, and check the region still has that file; a
+    // promotion in between sends it round again.
+    for (int attempt = 0; attempt < 4; attempt++) {
+        if (int rc = own_file(p, out)) return rc;
+        if (out->exported[0]) return 0;
+        Region *r;
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            r = live_region_holding(p);
+            if (!r) return -EINVAL;
+        }
+        RegionPin pin(r); // waits out a move under way; none starts while held
+        if (!large_view(p, out)) return -EINVAL;
+        if (out->exported[0]) return 0; // named meanwhile
+        if (out->backing != Backing::disk || !out->own_file) continue; // moved meanwhile
+        char path[sizeof out->exported];
+        if (int rc = name_file(out->fd, out->size, ctx, path, sizeof path)) return rc;
+        std::lock_guard<std::mutex> guard(large_lock());
+        if (!r->file || r->file->fd != out->fd) return -EINVAL; // cannot happen while pinned
+        if (r->file->exported[0]) unlink(path); // another thread named it first: one name
+        else snprintf(r->file->exported, sizeof r->file->exported, "%s", path);
+        snprintf(out->exported, sizeof out->exported, "%s", r->file->exported);
+        return 0;
+    }
+    return -EBUSY; // moved away every time: try again later
 }
 
 void *large_adopt_file(const char *path, size_t expected_size) {

@@ -228,7 +228,6 @@ void large_free(void *p) {
 }
 
 void large_retire(Region *r) {
-    r->retiring.store(true, std::memory_order_release); // before any release: see large_fork_child
     pin_region_for_good(r); // a tiering move under way finishes first; none starts after
     // Threads that found r in the registry under the large lock before it was
     // freed or pinned (the tiering snapshot, the writeback pass) may still be
@@ -373,13 +372,6 @@ void large_fork_child(bool trusted) {
     // Every inherited file is the parent's: never extended, punched,
     // truncated or closed by this process (backing.h).
     for (Region *r = registry_first(); r; r = r->next) {
-        // Being retired by another thread when the fork happened (the
-        // reaper, outside every lock the fork takes): its file may already
-        // be closed and its SpillFile freed, so touch nothing. It is freed,
-        // so nothing in this child reads it; its addresses stay taken.
-        // (Measured: fork_isolation's child died in 2 of 22 runs remapping
-        // such a region, with EBADF or ENODEV on the reused descriptor.)
-        if (r->retiring.load(std::memory_order_acquire)) continue;
         if (r->left_pool) r->left_pool->foreign = true;
         if (!r->file) continue;
         r->file->foreign = true;

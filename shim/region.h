@@ -55,10 +55,6 @@ struct Region {
     std::atomic<uint32_t> pins{0}; // threads resizing or retiring it: the tiering mover keeps off
     uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
     std::atomic<bool> freed{false};  // set once by free(): a second free is reported
-    // Set first thing by large_retire. A fork child that finds it set knows a
-    // thread it does not have was releasing the file (fd perhaps closed,
-    // SpillFile perhaps freed): it leaves the region alone (large_fork_child).
-    std::atomic<bool> retiring{false};
     Region *prev = nullptr, *next = nullptr; // registry (live list)
     Region *queue_next = nullptr;             // reaper queue
 };

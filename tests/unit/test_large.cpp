@@ -13,8 +13,6 @@
 #include <cerrno>
 #include <cstring>
 #include <mimalloc.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace spillway;
 
@@ -117,34 +115,4 @@ TEST_CASE("stats count regions, bytes and peaks by backing") {
     large_free(p);
     reaper_drain();
     CHECK(stats_json().find("\"memory\":") != std::string::npos);
-}
-
-TEST_CASE("a fork child leaves alone a region another thread was retiring when it forked") {
-    test::bring_up();
-    reaper_drain();
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        // The state the reaper thread leaves mid-retire: freed, retiring, its
-        // file already closed (large_retire releases the backing outside the
-        // locks a fork takes). Remapping it privately would fail (EBADF) and
-        // the child would exit 127.
-        unsigned char *p = (unsigned char *)alloc(256 << 20, SPILLWAY_PREFER_DISK); // a file of its own
-        unsigned char *kept = (unsigned char *)alloc(4 << 20, SPILLWAY_PREFER_DISK);
-        if (!p || !kept) _exit(2);
-        memset(kept, 'K', 4 << 20);
-        Region *r = arena::region_at(p);
-        if (!r || !r->file || r->file->pool) _exit(3);
-        r->freed.store(true);
-        r->retiring.store(true);
-        close(r->file->fd);
-        large_fork_child(true);
-        if (!arena::region_at(kept)->is_private) _exit(4); // the live region was still remapped
-        if (kept[12345] != 'K') _exit(5);
-        _exit(0);
-    }
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
 }

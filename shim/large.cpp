@@ -273,8 +273,13 @@ void large_retire(Region *r) {
     // Threads that found r in the registry under the large lock before it was
     // freed or pinned (the tiering snapshot, the writeback pass) may still be
     // reading r->file: wait them out before the file is released. Later
-    // ones see freed or the pin and skip r.
-    { std::lock_guard<std::mutex> readers_done(large_lock()); }
+    // ones see freed or the pin and skip r. It leaves the registry now, not
+    // after its file is closed: a fork meanwhile (which holds the large
+    // lock) must not find it there with a closed descriptor to remap.
+    {
+        std::lock_guard<std::mutex> readers_done(large_lock());
+        registry_unlink(r);
+    }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = false;
@@ -287,7 +292,6 @@ void large_retire(Region *r) {
     r->left_pool = nullptr;
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(r->start, r->va_len);
-    registry_unlink(r);
     if (clean) arena::give_back(r->start, r->va_len);
     else arena::lose(r->start, r->va_len);
     region_delete(r);

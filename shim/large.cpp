@@ -11,6 +11,7 @@
 #include "log.h"
 #include "policy.h"
 #include "reaper.h"
+#include "recycle.h"
 #include "rehome.h"
 #include "tiering_loop.h"
 #include "sampler.h"
@@ -42,6 +43,7 @@ void large_init(const Settings &s) {
     g_settings = &s;
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     reaper_init(large_retire, close_spill_file);
+    recycle_init();
 }
 
 const Settings &large_settings() { return *g_settings; }
@@ -107,6 +109,48 @@ static int place(Region *r, const Decision &d) {
     return back(r, back_anon);
 }
 
+// The bookkeeping of a new allocation in region r (fresh or recycled),
+// after its bytes are mapped and registered.
+static void note_allocation(Region *r) {
+    stats_on_alloc(r->backing, r->map_len);
+    if (CallSite *site = r->site) {
+        site->allocs.fetch_add(1, std::memory_order_relaxed);
+        site->bytes.fetch_add(r->map_len, std::memory_order_relaxed);
+        site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
+    }
+    if (r->backing == Backing::disk) {
+        sampler_notice();   // the access detector: verdicts, read-ahead of streams, site learning
+        writeback_notice(); // keeps its dirty pages few (writeback.h)
+    }
+    // Regions the tiering controller may move (tiering_loop.h): any backing.
+    if (r->map_len >= g_settings->tiering.min_size) tiering_notice();
+}
+
+// A freed disk region of the same length, taken over (recycle.h) when the
+// decision is a disk region like it: no new mapping, no page faulted in
+// again. Zeroed unless the request was a plain malloc. nullptr if none.
+static Region *recycled(const Request &req, const Decision &d, size_t map_len, size_t align) {
+    if (d.backing != Backing::disk || d.own_file) return nullptr;
+    Region *r;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        r = recycle_take(map_len, align);
+        if (!r) return nullptr;
+        r->size = req.size;
+        r->site = const_cast<CallSite *>(req.site);
+        r->born_ns = monotonic_ns(); // the detector and the sampler see a new region
+        r->phase.store(0, std::memory_order_relaxed);
+        r->phase_since_ns.store(0, std::memory_order_relaxed);
+        r->fault_rate.store(0, std::memory_order_relaxed);
+        r->advice_pinned = d.advice_pinned;
+        r->freed.store(false, std::memory_order_release);
+    }
+    advise_region(r, initial_advice(map_len, d.random_advice));
+    if (!(req.flags & kFlagMayBeDirty)) memset((void *)r->start, 0, map_len);
+    stats_on_free(r->backing, map_len); // the last owner's free, counted when its region leaves
+    return r;
+}
+
 void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     *use_small = g_untrusted;
     if (g_untrusted) return nullptr;
@@ -126,6 +170,12 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     in.disk_usable = disk_usable();
     if (request_access(req) == Access::random) in.headroom = memory_headroom();
     Decision d = decide(req, in);
+
+    if (Region *r = recycled(req, d, map_len, align)) {
+        note_allocation(r);
+        SPW_LOG(debug, "%zu bytes at %p -> recycled %s region", size, (void *)r->start, backing_name(r->backing));
+        return (void *)r->start;
+    }
 
     uintptr_t start;
     {
@@ -181,18 +231,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
                     size, callsite_describe(r->site, 3).c_str());
     }
     register_region(r);
-    stats_on_alloc(r->backing, map_len);
-    if (CallSite *site = r->site) {
-        site->allocs.fetch_add(1, std::memory_order_relaxed);
-        site->bytes.fetch_add(map_len, std::memory_order_relaxed);
-        site->by_backing[(int)r->backing].fetch_add(1, std::memory_order_relaxed);
-    }
-    if (r->backing == Backing::disk) {
-        sampler_notice();   // the access detector: verdicts, read-ahead of streams, site learning
-        writeback_notice(); // keeps its dirty pages few (writeback.h)
-    }
-    // Regions the tiering controller may move (tiering_loop.h): any backing.
-    if (map_len >= g_settings->tiering.min_size) tiering_notice();
+    note_allocation(r);
     SPW_LOG(debug, "%zu bytes at %p -> %s (%s)", size, (void *)start, backing_name(r->backing), d.why);
     return (void *)start;
 }
@@ -209,6 +248,7 @@ void *large_allocate(size_t size, size_t align, bool zero) {
     // Below the threshold only mimalloc's alignment limit brings a request
     // here: anonymous memory, never a file (policy.h kFlagAlignmentOnly).
     unsigned flags = size < g_large_threshold ? kFlagAlignmentOnly : 0;
+    if (!zero) flags |= kFlagMayBeDirty;
     return region_or_small(size, align, flags, zero);
 }
 
@@ -222,9 +262,10 @@ void large_free(void *p) {
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
     // must find no mapping left, and closing a named file frees no blocks,
-    // so this is cheap. Unnamed files go to the reaper.
+    // so this is cheap. Unnamed files stay mapped for a same-sized
+    // allocation to take over (recycle.h), or go to the reaper.
     if (r->file && r->file->exported[0]) large_retire(r);
-    else reaper_submit(r);
+    else if (!recycle_keep(r)) reaper_submit(r);
 }
 
 void large_retire(Region *r) {
@@ -232,8 +273,13 @@ void large_retire(Region *r) {
     // Threads that found r in the registry under the large lock before it was
     // freed or pinned (the tiering snapshot, the writeback pass) may still be
     // reading r->file: wait them out before the file is released. Later
-    // ones see freed or the pin and skip r.
-    { std::lock_guard<std::mutex> readers_done(large_lock()); }
+    // ones see freed or the pin and skip r. It leaves the registry now, not
+    // after its file is closed: a fork meanwhile (which holds the large
+    // lock) must not find it there with a closed descriptor to remap.
+    {
+        std::lock_guard<std::mutex> readers_done(large_lock());
+        registry_unlink(r);
+    }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     bool clean = false;
@@ -246,7 +292,6 @@ void large_retire(Region *r) {
     r->left_pool = nullptr;
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(r->start, r->va_len);
-    registry_unlink(r);
     if (clean) arena::give_back(r->start, r->va_len);
     else arena::lose(r->start, r->va_len);
     region_delete(r);
@@ -393,6 +438,7 @@ void large_fork_child(bool trusted) {
         g_large_threshold = SIZE_MAX; // every new allocation takes the small path
     }
     reaper_after_fork_child(trusted);
+    recycle_after_fork_child(trusted);
     sampler_after_fork_child();
     writeback_after_fork_child();
     tiering_after_fork_child();

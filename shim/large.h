@@ -9,7 +9,9 @@
 //    the config parser, the logger or the dynamic loader) takes the small
 //    path: start-up cannot recurse into itself.
 //  * Every region a caller holds is fully mapped and published; every byte a
-//    fresh region exposes reads as zero (so calloc touches nothing).
+//    fresh region exposes reads as zero (so calloc touches nothing). A
+//    recycled one (recycle.h) is zeroed when taken, except for a plain
+//    malloc (kFlagMayBeDirty), which may see its last owner's bytes.
 //  * No function here holds the large lock while it calls into the reaper,
 //    the call-site capture or a filesystem operation on a region's bytes.
 #pragma once

@@ -20,6 +20,9 @@ struct CallSite;
 constexpr unsigned kFlagAlignmentOnly = 1u << 30;
 // spillway_alloc_disk: a spill file or failure, never a fallback.
 constexpr unsigned kFlagRequireDisk = 1u << 29;
+// A plain malloc (not calloc, not aware code): a recycled region may be
+// handed over with its last owner's bytes (recycle.h); otherwise it is zeroed.
+constexpr unsigned kFlagMayBeDirty = 1u << 28;
 
 struct Request {
     size_t size = 0;

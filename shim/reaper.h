@@ -13,6 +13,9 @@
 // beyond that, so freed memory cannot pile up; the thread is created lazily outside every lock of the large
 // path, with all signals blocked; if it cannot be created the work is done
 // inline, so nothing is ever leaked for want of a thread.
+//  * While the recycle cache (recycle.h) holds regions, the thread wakes
+//    every kTrimTickMs and hands it the chance to give back those idle too
+//    long, so a process that stops allocating does not keep them.
 #pragma once
 
 namespace spillway {
@@ -23,11 +26,20 @@ using RetireFn = void (*)(Region *);
 using CloseFileFn = void (*)(SpillFile *);
 
 void reaper_init(RetireFn retire, CloseFileFn close_file);
+// The recycle cache's trim (recycle.h): all=false gives back the regions
+// idle too long, all=true every one (to the reaper's queue, so reaper_drain
+// waits for them); returns whether any remain cached.
+using TrimFn = bool (*)(bool all);
+void reaper_set_trim(TrimFn trim);
+// The cache now holds a region: the thread (started if need be) ages it.
+void reaper_wake_for_trim();
+constexpr int kTrimTickMs = 250;
 void reaper_submit(Region *r);
 // f is no region's home any more and nobody else holds it: the reaper
 // closes it (inline when the thread cannot run or has too much pending).
 void reaper_submit_file(SpillFile *f);
-// Waits until every region submitted so far is retired (tests, exit stats).
+// Waits until every region submitted so far, and every region the recycle
+// cache held, is retired (tests, exit stats).
 void reaper_drain();
 // Fork (fork_safety.h). prepare takes the queue lock unless this thread
 // holds it (false then). The child has no reaper thread: it retires what

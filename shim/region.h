@@ -11,7 +11,9 @@
 //  * The arena slot table points at a region only while it is fully mapped;
 //    free() claims a region by setting Region::freed (an exchange: a second
 //    free of the same pointer finds it set and is reported); the slot is
-//    cleared when the region is retired.
+//    cleared when the region is retired. The recycle cache (recycle.h) may
+//    instead hand a freed region to a new owner, clearing freed under the
+//    large lock.
 //  * Region objects come from mimalloc directly (mi_*), never from the
 //    interposed malloc, so the large path cannot recurse into itself.
 #pragma once

@@ -1,9 +1,11 @@
 // test_reaper.cpp — regions and files handed to the reaper are all retired
 // or closed exactly once, by the thread or (past the backpressure bound)
-// inline, and drain() waits for them.
+// inline, and drain() waits for them; the recycle cache's trim runs on the
+// thread while the cache holds regions, and drain() empties it first.
 #include "backing.h"
 #include "large.h"
 #include "reaper.h"
+#include "recycle.h"
 #include "region.h"
 
 #include <atomic>
@@ -17,6 +19,7 @@ static std::atomic<int> g_retired{0}, g_closed{0}, g_closed_elsewhere{0};
 static pthread_t g_submitter;
 
 TEST_CASE("every submitted region is retired exactly once") {
+    reaper_drain(); // regions other tests left in the recycle cache retire the real way first
     reaper_init(
         [](Region *r) {
             g_retired++;
@@ -45,4 +48,35 @@ TEST_CASE("every submitted file is closed exactly once, mostly off the submittin
     CHECK(g_closed == 200);
     CHECK(g_closed_elsewhere > 0); // the thread took some: the point of it
     reaper_init(large_retire, close_spill_file);
+}
+
+static std::atomic<int> g_trims{0}, g_trims_all{0}, g_left{0};
+
+TEST_CASE("the trim runs on the thread while anything is cached, and drain asks for everything") {
+    reaper_drain();
+    reaper_set_trim([](bool all) {
+        g_trims++;
+        if (all) {
+            g_trims_all++;
+            g_left = 0;
+        } else if (g_left > 0) {
+            g_left--;
+        }
+        return g_left > 0;
+    });
+    g_left = 3; // three ticks until the (pretend) cache is empty
+    reaper_wake_for_trim();
+    for (int i = 0; i < 200 && g_left > 0; i++) usleep(10 * 1000);
+    CHECK(g_left == 0);
+    CHECK(g_trims >= 3);
+    CHECK(g_trims_all == 0);
+    // Disarmed once empty: no more ticks.
+    int ticks = g_trims;
+    usleep(3 * kTrimTickMs * 1000);
+    CHECK(g_trims == ticks);
+    g_left = 100;
+    reaper_drain();
+    CHECK(g_trims_all == 1);
+    CHECK(g_left == 0);
+    recycle_init(); // the real trim, for the rest of this test binary
 }

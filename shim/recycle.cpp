@@ -1,6 +1,7 @@
 // recycle.cpp — see recycle.h.
 #include "recycle.h"
 
+#include "cgroup.h"
 #include "clock.h"
 #include "reaper.h"
 #include "region.h"
@@ -23,9 +24,28 @@ int g_count = 0;
 size_t g_bytes = 0;
 std::atomic<uint64_t> g_reuses{0};
 
-bool eligible(const Region *r) {
+// Bytes the cache may hold: kRecycleMaxBytes, and under a memory limit at
+// most an eighth of it. Freed pages left dirty in the cache are written back
+// by reclaim for nothing when the cgroup fills: in a 256 MiB container a
+// 512 MiB cache would be all waste. The limit is read once (the first free
+// that could be kept); a container's limit does not move under a job.
+std::atomic<uint64_t> g_cap{0}; // 0: not read yet
+
+size_t cache_cap() {
+    std::atomic<uint64_t> &cap = g_cap;
+    uint64_t c = cap.load(std::memory_order_relaxed);
+    if (!c) {
+        MemoryFigures f = read_memory_figures();
+        c = f.limited && f.limit / 8 < kRecycleMaxBytes ? f.limit / 8 : kRecycleMaxBytes;
+        if (!c) c = 1; // a limit under 8 bytes: nothing fits, but never read again
+        cap.store(c, std::memory_order_relaxed);
+    }
+    return c;
+}
+
+bool eligible(const Region *r, size_t cap) {
     return r->backing == Backing::disk && r->file && !r->file->foreign && !r->file->exported[0] &&
-           !r->is_private && !r->left_pool && r->map_len <= kRecycleMaxBytes;
+           !r->is_private && !r->left_pool && r->map_len <= cap;
 }
 
 // Caller holds the large lock.
@@ -45,7 +65,8 @@ void give_back(Region **out, int n) {
 void recycle_init() { reaper_set_trim(recycle_trim); }
 
 bool recycle_keep(Region *r) {
-    if (!eligible(r)) return false;
+    size_t cap = cache_cap();
+    if (!eligible(r, cap)) return false;
     Region *evicted[kRecycleSlots];
     int n = 0;
     uint64_t now = monotonic_ns();
@@ -54,7 +75,7 @@ bool recycle_keep(Region *r) {
         // The idle ones first (also ages the cache when no reaper thread
         // runs), then the oldest until r fits.
         while (g_count && now - g_slots[0].kept_ns > kRecycleIdleNs) evicted[n++] = remove_at(0);
-        while (g_count && (g_count == kRecycleSlots || g_bytes + r->map_len > kRecycleMaxBytes))
+        while (g_count && (g_count == kRecycleSlots || g_bytes + r->map_len > cap))
             evicted[n++] = remove_at(0);
         g_slots[g_count++] = {r, now};
         g_bytes += r->map_len;
@@ -67,7 +88,7 @@ bool recycle_keep(Region *r) {
 Region *recycle_take(size_t map_len, size_t align) {
     for (int i = g_count - 1; i >= 0; i--) { // the most recently freed: its pages are warmest
         Region *r = g_slots[i].r;
-        if (r->map_len == map_len && r->start % align == 0 && eligible(r)) {
+        if (r->map_len == map_len && r->start % align == 0 && eligible(r, SIZE_MAX)) {
             g_reuses.fetch_add(1, std::memory_order_relaxed);
             return remove_at(i);
         }
@@ -95,6 +116,8 @@ size_t recycle_count() {
 }
 
 uint64_t recycle_reuses() { return g_reuses.load(std::memory_order_relaxed); }
+
+void recycle_read_limit_again_for_tests() { g_cap.store(0); }
 
 void recycle_after_fork_child(bool trusted) {
     Region *held[kRecycleSlots];

@@ -11,8 +11,10 @@
 //  * Only disk regions of this process's own files are kept (page cache:
 //    reclaimable under the memory limit, so keeping one cannot get the job
 //    killed), never a private (fork child) mapping, a region over a named
-//    file, or one a move left a pool range behind; at most kSlots regions
-//    and kMaxBytes together, each for at most kIdleNs after its free.
+//    file, or one a move left a pool range behind; at most kRecycleSlots
+//    regions and kRecycleMaxBytes together (an eighth of the cgroup's
+//    memory limit if that is less), each for at most kRecycleIdleNs after
+//    its free.
 //  * A cached region stays registered and published, with freed set: a
 //    second free of its pointer is still reported, and every background
 //    thread skips it as it skips any freed region. Cache state is guarded
@@ -47,6 +49,9 @@ Region *recycle_take(size_t map_len, size_t align);
 bool recycle_trim(bool all);
 size_t recycle_count();   // regions cached now
 uint64_t recycle_reuses(); // allocations served from the cache so far
+// For tests: the memory limit that caps the cache is read again at the next
+// free (it is read once per process otherwise).
+void recycle_read_limit_again_for_tests();
 // Fork child (after reaper_after_fork_child): the cached regions are the
 // parent's file ranges, now private: retired at once if trusted, else
 // forgotten (they stay mapped, as the untrusted child's regions do).

@@ -5,6 +5,7 @@
 // over the parent's cached regions.
 #include "shim_fixture.h"
 
+#include "cgroup.h"
 #include "fork_safety.h"
 #include "policy.h"
 #include "reaper.h"
@@ -13,7 +14,10 @@
 #include "stats.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -183,4 +187,30 @@ TEST_CASE("a fork child empties its copy of the cache and never writes the paren
     CHECK(again[kLen - 1] == 0x11);
     large_free(again);
     reaper_drain();
+}
+
+TEST_CASE("under a memory limit the cache holds at most an eighth of it") {
+    test::bring_up();
+    reaper_drain();
+    // A fake cgroup v2 tree with a 64 MiB limit: the cache may hold 8 MiB.
+    char tmpl[] = "/tmp/spillway-recycle-cg.XXXXXX";
+    std::string root = mkdtemp(tmpl);
+    REQUIRE(std::system(("mkdir -p " + root + "/proc/self " + root + "/sys/fs/cgroup/job").c_str()) == 0);
+    std::ofstream(root + "/proc/self/cgroup") << "0::/job\n";
+    std::ofstream(root + "/sys/fs/cgroup/job/memory.max") << (64 << 20) << "\n";
+    std::ofstream(root + "/sys/fs/cgroup/job/memory.current") << 0 << "\n";
+    cgroup_set_root_for_tests(root.c_str());
+    recycle_read_limit_again_for_tests();
+    unsigned char *big = plain_malloc(size_t(16) << 20), *small = plain_malloc(kLen);
+    REQUIRE(big);
+    REQUIRE(small);
+    large_free(big); // over an eighth of the limit: retired as before
+    CHECK(recycle_count() == 0);
+    large_free(small); // 4 MiB fits in 8
+    CHECK(recycle_count() == 1);
+    cgroup_set_root_for_tests(nullptr);
+    recycle_read_limit_again_for_tests();
+    reaper_drain();
+    CHECK(recycle_count() == 0);
+    std::system(("rm -rf " + root).c_str());
 }

@@ -389,14 +389,13 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
                 rc = 0;
             }
         }
-        if (to_memory && !by_reader) {
+        auto map_dest = [&]() -> int {
             void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
-            if (m == MAP_FAILED) {
-                rc = -errno;
-                break;
-            }
+            if (m == MAP_FAILED) return -errno;
             dest_map = (char *)m;
-        }
+            return 0;
+        };
+        if (to_memory && !by_reader && (rc = map_dest()) != 0) break;
         // A first copy while writers still run: it reads what is not in
         // page cache and allocates the new home's pages, so the read-only
         // window below is one memory-speed copy, not disk reads or reclaim.
@@ -405,7 +404,13 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         if (out) out->precopy_ns += c0 - p0;
         set_chunk(a, a + n);
         if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
-        if (rc == 0) rc = by_reader ? copy_disk_chunk(src, reader, dest->fd, done, n) : copy_chunk(src, dest, dest_map, done, n);
+        if (rc == 0 && by_reader && (rc = copy_disk_chunk(src, reader, dest->fd, done, n)) == -ENOTSUP) {
+            by_reader = reader_fits = false; // refused only now: the generic copy, into a mapping
+            rc = map_dest();
+            if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        } else if (rc == 0 && !by_reader) {
+            rc = copy_chunk(src, dest, dest_map, done, n);
+        }
         if (dest_map) munmap(dest_map, n);
         if (rc == 0) {
             void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
@@ -595,6 +600,7 @@ int rehome_region(Region *r, SpillFile *dest) {
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
     if (fork_child_untrusted()) return -EPERM;
+    const uint64_t t0 = monotonic_ns();
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
@@ -609,6 +615,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
             rc = -EBUSY;
     }
     if (rc == 0 && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    if (out) out->checks_ns = monotonic_ns() - t0;
     if (rc == 0) rc = move_chunks(r, dest, write_back, out);
     g_moving_region.store(nullptr);
     return rc;

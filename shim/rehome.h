@@ -51,6 +51,7 @@ struct MoveResult {
     uint64_t longest_chunk_ns = 0; // the longest a writer could have waited
     size_t bytes = 0;
     // Where the time went (the tiering log's breakdown of a move):
+    uint64_t checks_ns = 0;    // taking the move lock, checking the region, reads in flight
     uint64_t precopy_ns = 0;   // first copies, writers running (reads from the old home)
     uint64_t protected_ns = 0; // read-only copies and remaps (what writers may wait for)
     uint64_t waited_ns = 0;    // waiting for reads in flight into a chunk

@@ -160,6 +160,7 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
              uint64_t reserve, uint64_t now) {
     const Snapshot &s = snap[which];
     const TierCandidate &c = s.c;
+    const uint64_t claim0 = monotonic_ns();
     SpillFile *dest = nullptr;
     if (int err = new_dedicated_memfd(c.bytes, &dest)) {
         SPW_LOG(debug, "tiering: no memfd for a promotion (%s)", strerror(err));
@@ -198,7 +199,7 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     // random fills all of them soon, and only pages that exist are charged.
     // Dropping the claim after a sparse copy would leave the rest of the
     // region's bytes unaccounted, and another process would claim them.
-    uint64_t alloc0 = monotonic_ns();
+    uint64_t alloc0 = monotonic_ns(), claim_ns = alloc0 - claim0;
     uint64_t paged_out = limited ? make_room(snap, n, which, c.bytes + kRoomSlack) : 0;
     uint64_t room_ns = monotonic_ns() - alloc0;
     if (fallocate(dest->fd, 0, 0, (off_t)c.bytes) != 0) {
@@ -224,15 +225,15 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     stats_on_move(Backing::disk, Backing::memory, c.bytes, res.total_ns, res.longest_chunk_ns);
     uint64_t done = monotonic_ns();
     SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
-                  "faults/s; room %llu MiB (others claimed %llu MiB); %llu MiB of cold page cache paged out in %.0f ms, memory allocated in %.0f ms, moved "
-                  "in %.0f ms (%.0f ms/GiB: first copy %.0f ms, read-only copy of %zu MiB "
+                  "faults/s; room %llu MiB (others claimed %llu MiB), memfd and claim in %.0f ms; %llu MiB of cold page cache paged out in %.0f ms, memory allocated in %.0f ms, moved "
+                  "in %.0f ms after %.0f ms of locks and checks (%.0f ms/GiB: first copy %.0f ms, read-only copy of %zu MiB "
                   "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms; %.0f ms on CPU), writers paused at most %.1f ms; in memory %.2f s after the "
                   "detector's verdict",
             c.bytes / kMiB, (void *)c.start,
             c.phase_since_ns && now > c.phase_since_ns ? (now - c.phase_since_ns) / 1e9 : 0.0, c.fault_rate,
-            (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), (unsigned long long)(paged_out / kMiB), ms(room_ns),
+            (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), ms(claim_ns), (unsigned long long)(paged_out / kMiB), ms(room_ns),
             ms(alloc_ns - room_ns),
-            ms(res.total_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
+            ms(res.total_ns), ms(res.checks_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
             ms(res.precopy_ns), res.cached_bytes / kMiB, res.disk_bytes / kMiB, ms(res.protected_ns), ms(res.waited_ns),
             ms(res.cpu_ns), ms(res.longest_chunk_ns),
             c.phase_since_ns && done > c.phase_since_ns ? (done - c.phase_since_ns) / 1e9 : 0.0);

@@ -291,14 +291,25 @@ TEST_CASE("promotion copies pages that are only on disk, pages only in page cach
     REQUIRE(p);
     Region *r = arena::region_at(p);
     REQUIRE(r->backing == Backing::disk);
-    // Every 5th page written, then written back and dropped from page cache
-    // (unmapped first: page cache keeps pages that are mapped): on disk only.
-    for (size_t i = 0; i < pages; i += 5) memset(p + i * page, (int)(i % 251) + 1, page);
-    REQUIRE(msync(p, n, MS_SYNC) == 0);
-    REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
+    {
+        // The move faults this region's pages in at random, and the access
+        // detector would teach its call site (every allocation of this
+        // binary shares one: test_sampler's too) to place them randomly.
+        std::lock_guard<std::mutex> guard(large_lock());
+        r->site = nullptr;
+    }
+    // Written by pwrite, never through the mapping: a fault would read its
+    // neighbours ahead.
+    // Every 5th page written, then written back and dropped from page
+    // cache: on disk only.
+    std::vector<char> fill(page);
+    for (size_t i = 0; i < pages; i += 5) {
+        memset(fill.data(), (int)(i % 251) + 1, page);
+        REQUIRE(pwrite(r->file->fd, fill.data(), page, (off_t)(r->file_off + i * page)) == (ssize_t)page);
+    }
+    REQUIRE(fdatasync(r->file->fd) == 0);
     REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
-    // Every 7th page written now, by pwrite (a fault would read its
-    // neighbours ahead): dirty in page cache (some of them also on disk).
+    // Every 7th page written now: dirty in page cache (some of them also on disk).
     std::vector<char> ee(page, (char)0xee);
     for (size_t i = 0; i < pages; i += 7)
         REQUIRE(pwrite(r->file->fd, ee.data(), page, (off_t)(r->file_off + i * page)) == (ssize_t)page);

@@ -20,7 +20,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <mutex>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -190,6 +193,104 @@ template <class Each> int for_each_data(const Source &s, size_t off, size_t n, E
     return 0;
 }
 
+// What a disk source's chunks are read with (plan_disk_copy), kept across
+// the chunks of one move.
+struct DiskReader {
+    int direct_fd = -1; // the source reopened O_DIRECT: pages only on disk bypass page cache
+    bool usable = true; // false once mincore or FIEMAP failed: SEEK_DATA walk instead
+    std::vector<unsigned char> resident;
+    std::vector<Extent> written;
+    std::vector<CopyRun> runs;
+    size_t cached_bytes = 0, disk_bytes = 0; // what the read-only copies took from where
+    bool first = true; // the copy under way is the first (writers running): disk reads only
+    static constexpr size_t kBounce = size_t(1) << 20;
+    char *bounce = nullptr; // what disk pages are read into
+    ~DiskReader() {
+        if (direct_fd >= 0) close(direct_fd);
+        if (bounce) munmap(bounce, kBounce);
+    }
+};
+
+// The extents of fd's [at, at+n) that hold data on disk (written, or
+// delayed-allocation), relative to at and clipped to [0, n). No
+// FIEMAP_FLAG_SYNC: writing dirty pages back is exactly the cost avoided.
+bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out) {
+    out.clear();
+    constexpr unsigned kBatch = 128;
+    alignas(struct fiemap) char buf[sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent)];
+    auto *fm = (struct fiemap *)buf;
+    uint64_t from = at, end = at + n;
+    while (from < end) {
+        memset(buf, 0, sizeof buf);
+        fm->fm_start = from;
+        fm->fm_length = end - from;
+        fm->fm_extent_count = kBatch;
+        if (ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return false;
+        if (fm->fm_mapped_extents == 0) break;
+        bool last = false;
+        for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+            const struct fiemap_extent &e = fm->fm_extents[i];
+            uint64_t a = e.fe_logical > at ? e.fe_logical : at;
+            uint64_t b = e.fe_logical + e.fe_length < end ? e.fe_logical + e.fe_length : end;
+            if (!(e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) && b > a) out.push_back({a - at, b - a});
+            from = e.fe_logical + e.fe_length;
+            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
+        }
+        if (last) break;
+    }
+    return true;
+}
+
+// plan_disk_copy carried out for [off, off+n) of a disk region into the
+// memfd dest_fd at off. Both ends are copied by the kernel: pwrite from the
+// region's mapping (its cached pages are mapped already, by the writers that
+// dirtied them), and disk pages read (O_DIRECT, no page cache) into a bounce
+// buffer. No new page-table entries for the copy: mapping the destination
+// cost a fault and, under a shadow-paging hypervisor, an exit per page.
+// Residency is looked at before the extents: a page written back after
+// mincore saw it cached is copied through the mapping anyway, and one not
+// cached then was already on disk (ext4 converts an unwritten extent before
+// the page leaves writeback). -ENOTSUP: not this way (no FIEMAP, mincore).
+int copy_disk_chunk(const Source &s, DiskReader &rd, int dest_fd, size_t off, size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (n + page - 1) / page;
+    rd.resident.resize(pages);
+    if (!rd.usable || mincore((void *)(s.start + off), n, rd.resident.data()) != 0 ||
+        !written_extents(s.fd, s.file_off + off, n, rd.written)) {
+        rd.usable = false;
+        return -ENOTSUP;
+    }
+    rd.runs.clear();
+    plan_disk_copy(rd.resident.data(), pages, page, rd.written.data(), rd.written.size(), rd.runs);
+    for (const CopyRun &run : rd.runs) {
+        size_t len = run.off + run.len > n ? n - run.off : run.len;
+        if (!rd.first) (run.from_file ? rd.disk_bytes : rd.cached_bytes) += len;
+        off_t to = (off_t)(off + run.off);
+        if (!run.from_file) {
+            // The first copy is there to take disk reads out of the
+            // read-only window; cached pages are copied once, in it.
+            if (rd.first) continue;
+            if (int rc = write_all(dest_fd, (const char *)(s.start + off + run.off), len, to)) return rc;
+            continue;
+        }
+        if (!rd.bounce) {
+            void *b = mmap(nullptr, DiskReader::kBounce, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (b == MAP_FAILED) return -errno;
+            rd.bounce = (char *)b;
+        }
+        for (size_t done = 0; done < len;) {
+            size_t k = len - done < DiskReader::kBounce ? len - done : DiskReader::kBounce;
+            off_t at = (off_t)(s.file_off + off + run.off + done);
+            int rc = -EINVAL;
+            if (rd.direct_fd >= 0 && k % page == 0) rc = read_all(rd.direct_fd, rd.bounce, k, at);
+            if (rc != 0) rc = read_all(s.fd, rd.bounce, k, at);
+            if (rc == 0) rc = write_all(dest_fd, rd.bounce, k, to + (off_t)done);
+            if (rc != 0) return rc;
+            done += k;
+        }
+    }
+    return 0;
+}
+
 // Copies [off, off+n) of the region from its old home into dest at off.
 // dest_map is dest's [off, off+n) mapped at a private address when dest is a
 // memfd (a disk source is read straight into it: one copy, no bounce).
@@ -250,7 +351,14 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
                      r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
     const size_t len = r->map_len;
     const bool to_memory = dest->kind == Backing::memory;
-    uint64_t t0 = monotonic_ns();
+    DiskReader reader;
+    bool reader_fits = to_memory && src.backing == Backing::disk;
+    if (reader_fits) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
+        reader.direct_fd = above_stdio(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
+    }
+    uint64_t t0 = monotonic_ns(), cpu0 = thread_cpu_ns();
     g_moved_bytes.store(0);
     g_dest_fd.store(dest->fd);
     g_region_start.store(src.start);
@@ -261,27 +369,48 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         size_t n = len - done < kChunk ? len - done : kChunk;
         uintptr_t a = src.start + done;
         // A thread blocked reading into this chunk would get EFAULT: let it finish.
+        uint64_t w0 = monotonic_ns();
         for (int tries = 0; tries < 200 && done > 0 && read_in_flight(a, n); tries++) {
             timespec ts = {0, 5'000'000};
             nanosleep(&ts, nullptr);
         }
+        uint64_t p0 = monotonic_ns();
+        if (out) out->waited_ns += p0 - w0;
         char *dest_map = nullptr;
-        if (to_memory) {
-            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
-            if (m == MAP_FAILED) {
-                rc = -errno;
-                break;
+        bool by_reader = reader_fits;
+        if (by_reader) {
+            // First copy; if this way is refused (no FIEMAP), the chunk is
+            // copied the generic way below, from the start.
+            reader.first = true;
+            rc = copy_disk_chunk(src, reader, dest->fd, done, n);
+            reader.first = false;
+            if (rc == -ENOTSUP) {
+                by_reader = reader_fits = false;
+                rc = 0;
             }
-            dest_map = (char *)m;
         }
+        auto map_dest = [&]() -> int {
+            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
+            if (m == MAP_FAILED) return -errno;
+            dest_map = (char *)m;
+            return 0;
+        };
+        if (to_memory && !by_reader && (rc = map_dest()) != 0) break;
         // A first copy while writers still run: it reads what is not in
         // page cache and allocates the new home's pages, so the read-only
         // window below is one memory-speed copy, not disk reads or reclaim.
-        rc = copy_chunk(src, dest, dest_map, done, n);
+        if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
+        if (out) out->precopy_ns += c0 - p0;
         set_chunk(a, a + n);
         if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
-        if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        if (rc == 0 && by_reader && (rc = copy_disk_chunk(src, reader, dest->fd, done, n)) == -ENOTSUP) {
+            by_reader = reader_fits = false; // refused only now: the generic copy, into a mapping
+            rc = map_dest();
+            if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        } else if (rc == 0 && !by_reader) {
+            rc = copy_chunk(src, dest, dest_map, done, n);
+        }
         if (dest_map) munmap(dest_map, n);
         if (rc == 0) {
             void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
@@ -296,8 +425,10 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         set_chunk(0, 0);
         uint64_t chunk_ns = monotonic_ns() - c0;
         if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
+        if (out) out->protected_ns += chunk_ns;
         if (rc != 0) break;
         if (write_back) {
+            uint64_t b0 = monotonic_ns();
             // The bytes must leave RAM, not stay dirty page cache that a
             // cgroup v1 limit reclaims poorly. Writing starts now; two chunks
             // later it is waited for and the clean pages dropped (a freshly
@@ -305,12 +436,15 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             // writeback overlaps the copy and never holds writers up.
             sync_file_range(dest->fd, (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);
             if (done >= 2 * kChunk) settle(dest->fd, done - 2 * kChunk, kChunk);
+            if (out) out->writeback_ns += monotonic_ns() - b0;
         }
         done += n;
     }
+    uint64_t b1 = monotonic_ns();
     if (rc == 0 && write_back)
         for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)
             settle(dest->fd, back, done - back < kChunk ? done - back : kChunk);
+    if (out) out->writeback_ns += monotonic_ns() - b1;
     if (rc != 0) {
         // Undo: every chunk already on dest goes back, with what was written since.
         for (size_t back = 0; back < done; back += kChunk) {
@@ -333,6 +467,9 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     if (src.pagemap >= 0) close(src.pagemap);
     if (out) {
         out->total_ns = monotonic_ns() - t0;
+        out->cpu_ns = thread_cpu_ns() - cpu0;
+        out->cached_bytes = reader.cached_bytes;
+        out->disk_bytes = reader.disk_bytes;
         out->bytes = len;
     }
     if (rc != 0) return rc;
@@ -410,6 +547,27 @@ bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
 }
 } // namespace
 
+void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, const Extent *written,
+                    size_t n_written, std::vector<CopyRun> &runs) {
+    size_t e = 0; // the first extent that may overlap the page looked at (pages go forward)
+    auto on_disk = [&](size_t i) {
+        size_t at = i * page;
+        while (e < n_written && written[e].off + written[e].len <= at) e++;
+        return e < n_written && written[e].off < at + page;
+    };
+    for (size_t i = 0; i < pages;) {
+        const bool cached = resident[i] & 1;
+        if (!cached && !on_disk(i)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < pages && (resident[j] & 1) == cached && (cached || on_disk(j))) j++;
+        runs.push_back({i * page, (j - i) * page, !cached});
+        i = j;
+    }
+}
+
 bool read_in_flight(uintptr_t start, size_t len) {
     DIR *d = opendir("/proc/self/task");
     if (!d) return false;
@@ -442,6 +600,7 @@ int rehome_region(Region *r, SpillFile *dest) {
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
     if (fork_child_untrusted()) return -EPERM;
+    const uint64_t t0 = monotonic_ns();
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
@@ -456,6 +615,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
             rc = -EBUSY;
     }
     if (rc == 0 && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    if (out) out->checks_ns = monotonic_ns() - t0;
     if (rc == 0) rc = move_chunks(r, dest, write_back, out);
     g_moving_region.store(nullptr);
     return rc;

@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace spillway {
 
@@ -49,6 +50,15 @@ struct MoveResult {
     uint64_t total_ns = 0;         // the whole move
     uint64_t longest_chunk_ns = 0; // the longest a writer could have waited
     size_t bytes = 0;
+    // Where the time went (the tiering log's breakdown of a move):
+    uint64_t checks_ns = 0;    // taking the move lock, checking the region, reads in flight
+    uint64_t precopy_ns = 0;   // first copies, writers running (reads from the old home)
+    uint64_t protected_ns = 0; // read-only copies and remaps (what writers may wait for)
+    uint64_t waited_ns = 0;    // waiting for reads in flight into a chunk
+    uint64_t writeback_ns = 0; // write_back: writing chunks to disk and dropping them
+    uint64_t cpu_ns = 0;       // the mover thread's CPU time (the rest of total_ns it waited)
+    size_t cached_bytes = 0;   // a disk source into memory: copied from page cache
+    size_t disk_bytes = 0;     // ... and read from disk (in the read-only copies)
 };
 
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
@@ -61,6 +71,26 @@ struct MoveResult {
 // dest is the caller's to close.
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back,
                           MoveResult *out);
+
+// How a chunk of a disk region is copied into memory (the promotion's read
+// path). A page in page cache is copied through the region's own mapping
+// (no system call, no disk); a page only on disk — inside an extent that
+// was written — is read from the file, consecutive pages in one read; any
+// other page (an unwritten or unallocated extent, not cached) reads as zero
+// and is skipped: a reserved destination already holds zeros there. Walking
+// the file with SEEK_DATA/SEEK_HOLE and one pread per extent cost three
+// system calls per page a random writer had touched.
+struct CopyRun {
+    size_t off = 0, len = 0; // relative to the chunk
+    bool from_file = false;  // false: copy through the mapping
+};
+struct Extent {
+    size_t off = 0, len = 0; // relative to the chunk, clipped to it
+};
+// resident[i] & 1: page i of the chunk is in page cache (mincore);
+// written: the extents holding data on disk, sorted. Appends the runs.
+void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, const Extent *written,
+                    size_t n_written, std::vector<CopyRun> &runs);
 
 // A pin keeps the tiering mover off a region for its lifetime, after
 // waiting out a move already under way (realloc and retire hold one).

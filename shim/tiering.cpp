@@ -101,6 +101,26 @@ std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t
     return plan;
 }
 
+std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_t skip, uint64_t need) {
+    std::vector<size_t> eligible;
+    for (size_t i = 0; i < c.size(); i++)
+        if (i != skip && c[i].backing == Backing::disk && c[i].phase != (uint8_t)Verdict::random)
+            eligible.push_back(i);
+    std::stable_sort(eligible.begin(), eligible.end(), [&](size_t a, size_t b) {
+        double ba = tier_benefit(c[a]), bb = tier_benefit(c[b]);
+        if (ba != bb) return ba < bb;
+        return c[a].bytes > c[b].bytes;
+    });
+    std::vector<size_t> plan;
+    uint64_t given = 0;
+    for (size_t i : eligible) {
+        if (given >= need) break;
+        plan.push_back(i);
+        given += c[i].bytes;
+    }
+    return plan;
+}
+
 double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns) {
     if (dt_ns == 0) return 0;
     return ((double)value - (double)prev) * 1e9 / (double)dt_ns;

@@ -84,6 +84,15 @@ PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s);
 std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t need,
                                    const TierSettings &s);
 
+// Page cache to give up before a promotion allocates its memory, when the
+// cgroup's free space (limit - usage) is short of it: the kernel would
+// otherwise reclaim it page by page inside the allocation (unmapping each
+// page from the job's tables, a TLB flush each), which made allocating a
+// 256 MiB promotion take 0.1-1 s. Indices of the disk regions to page out,
+// least benefit first, until `need` bytes: never the one promoted (skip),
+// never one in a random phase (its cached pages are what it reads).
+std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_t skip, uint64_t need);
+
 // Growth rate of usage over one look: (value - prev) / dt, bytes per second.
 double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns);
 // What the forecast uses: growth sustained over the last two looks (the

@@ -29,9 +29,13 @@ out=$(env LD_PRELOAD="$lib" SPILLWAY_CONFIG="$dir/rules.toml" "$prog")
 [ "$out" = "sequential=$DISK scatter=$MEMORY" ] || fail "with rules: $out"
 echo "rules: ok ($out)"
 
+# Tiering off: what is checked is where a run PLACES each buffer; the
+# controller would promote the scatter buffer within a second, mid-run.
 cat > "$dir/learn.toml" <<EOF2
 [spill]
 dir = "$dir/spill"
+[tiering]
+enabled = false
 [profile]
 file = "$dir/profile.toml"
 [stats]

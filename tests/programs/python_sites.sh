@@ -20,9 +20,13 @@ DISK=1 MEMORY=2
 line=$(grep -n "# the scatter site" "$prog" | cut -d: -f1)
 run() { env LD_PRELOAD="$lib" SPILLWAY_CONFIG="$1" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 "$prog"; }
 
+# Tiering off: what is checked is where a run PLACES each buffer; the
+# controller would promote the scatter buffer within a second, mid-run.
 cat > "$dir/learn.toml" <<EOF2
 [spill]
 dir = "$dir/spill"
+[tiering]
+enabled = false
 [profile]
 file = "$dir/profile.toml"
 EOF2

@@ -11,6 +11,10 @@
 #include <atomic>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -249,6 +253,90 @@ TEST_CASE("a thread blocked reading into a region is seen, and the mover waits f
     CHECK(memcmp(p + n - 4096, "hello", 5) == 0);
     close(fds[0]);
     close(fds[1]);
+    large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("the promotion's copy plan: cached pages through the mapping, written pages from disk, the rest skipped") {
+    const size_t P = 4096;
+    // Pages: 0-1 cached, 2 neither, 3-5 on disk only, 6 cached and on disk, 7 on disk, 8-9 neither.
+    const unsigned char resident[10] = {1, 1, 0, 0, 0, 0, 1, 0, 0, 0};
+    // Extents as FIEMAP gives them: byte ranges, one ending inside page 5 and
+    // one starting inside page 7 (a block smaller than a page), sorted.
+    const Extent written[] = {{3 * P, 2 * P + 512}, {6 * P, P}, {7 * P + 1024, 1024}};
+    std::vector<CopyRun> runs;
+    plan_disk_copy(resident, 10, P, written, 3, runs);
+    REQUIRE(runs.size() == 4);
+    CHECK((runs[0].off == 0 && runs[0].len == 2 * P && !runs[0].from_file));
+    CHECK((runs[1].off == 3 * P && runs[1].len == 3 * P && runs[1].from_file));
+    CHECK((runs[2].off == 6 * P && runs[2].len == P && !runs[2].from_file)); // cached wins: it may be newer
+    CHECK((runs[3].off == 7 * P && runs[3].len == P && runs[3].from_file));
+
+    runs.clear(); // nothing cached, nothing written: nothing to copy
+    const unsigned char none[4] = {0, 0, 0, 0};
+    plan_disk_copy(none, 4, P, nullptr, 0, runs);
+    CHECK(runs.empty());
+    // mincore's other bits are not residency
+    const unsigned char other_bits[2] = {2, 3};
+    plan_disk_copy(other_bits, 2, P, nullptr, 0, runs);
+    REQUIRE(runs.size() == 1);
+    CHECK((runs[0].off == P && runs[0].len == P && !runs[0].from_file));
+}
+
+TEST_CASE("promotion copies pages that are only on disk, pages only in page cache, and skips never-written ones") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t n = 40 << 20, page = 4096, pages = n / page; // a pool range: file_off is not 0
+    char *p = (char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r->backing == Backing::disk);
+    {
+        // The move faults this region's pages in at random, and the access
+        // detector would teach its call site (every allocation of this
+        // binary shares one: test_sampler's too) to place them randomly.
+        std::lock_guard<std::mutex> guard(large_lock());
+        r->site = nullptr;
+    }
+    // Written by pwrite, never through the mapping: a fault would read its
+    // neighbours ahead.
+    // Every 5th page written, then written back and dropped from page
+    // cache: on disk only.
+    std::vector<char> fill(page);
+    for (size_t i = 0; i < pages; i += 5) {
+        memset(fill.data(), (int)(i % 251) + 1, page);
+        REQUIRE(pwrite(r->file->fd, fill.data(), page, (off_t)(r->file_off + i * page)) == (ssize_t)page);
+    }
+    REQUIRE(fdatasync(r->file->fd) == 0);
+    REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
+    // Every 7th page written now: dirty in page cache (some of them also on disk).
+    std::vector<char> ee(page, (char)0xee);
+    for (size_t i = 0; i < pages; i += 7)
+        REQUIRE(pwrite(r->file->fd, ee.data(), page, (off_t)(r->file_off + i * page)) == (ssize_t)page);
+    const size_t fifths = (pages + 4) / 5, sevenths = (pages + 6) / 7, both = (pages + 34) / 35;
+    SpillFile *dest = nullptr;
+    REQUIRE(new_dedicated_memfd(r->map_len, &dest) == 0);
+    REQUIRE(fallocate(dest->fd, 0, 0, (off_t)r->map_len) == 0); // as the promoter does
+    alignas(struct fiemap) char probe[sizeof(struct fiemap) + sizeof(struct fiemap_extent)] = {};
+    ((struct fiemap *)probe)->fm_length = 4096;
+    ((struct fiemap *)probe)->fm_extent_count = 1;
+    const bool fiemap = ioctl(r->file->fd, FS_IOC_FIEMAP, probe) == 0;
+    MoveResult res;
+    REQUIRE(rehome_region_checked(r, r->start, dest, false, &res) == 0);
+    CHECK(r->backing == Backing::memory);
+    if (fiemap) { // else the generic SEEK_DATA copy ran (no figures): the bytes are checked all the same
+        CHECK(res.disk_bytes == (fifths - both) * page);
+        CHECK(res.cached_bytes == sevenths * page);
+    } else {
+        WARN("no FIEMAP in " << test::settings().spill_dir << ": the generic copy was tested instead");
+    }
+    size_t bad = 0;
+    for (size_t i = 0; i < pages; i++) {
+        int want = i % 7 == 0 ? 0xee : i % 5 == 0 ? (int)(i % 251) + 1 : 0;
+        const unsigned char *q = (const unsigned char *)p + i * page;
+        if (q[0] != want || q[page - 1] != want || q[page / 2] != want) bad++;
+    }
+    CHECK(bad == 0);
     large_free(p);
     reaper_drain();
 }

@@ -146,3 +146,26 @@ TEST_CASE("growth: a rate per look, and only growth sustained over two looks is 
     CHECK(sustained_growth(300.0 * MiB, 350.0 * MiB) == Approx(300.0 * MiB));
     CHECK(sustained_growth(-5.0, 100.0) == -5.0);
 }
+
+TEST_CASE("room for a promotion: cold disk regions give up their cache, least benefit first, never the promoted one nor a random one") {
+    std::vector<TierCandidate> c = {disk_random(256, 5000), disk_random(2048, 50), disk_random(512, 10),
+                                    disk_random(1024, 10), disk_random(300, 0)};
+    c[1].phase = 1;               // sequential, still read a little
+    c[2].phase = 0;               // undecided
+    c[3].phase = 1;               // sequential
+    c[4].backing = Backing::anon; // in memory: no page cache to give
+    // Benefit per byte: c[3] 10/1024 MiB < c[2] 10/512 MiB < c[1] 50/2048 MiB.
+    auto plan = plan_cache_donors(c, 0, 1200 * MiB);
+    REQUIRE(plan.size() == 2);
+    CHECK(plan[0] == 3);
+    CHECK(plan[1] == 2);
+    CHECK(plan_cache_donors(c, 0, 100 * MiB) == std::vector<size_t>{3});
+    CHECK(plan_cache_donors(c, 0, 0).empty());
+    // Everything else is asked when the need is larger than all of it.
+    CHECK(plan_cache_donors(c, 0, 100000 * MiB) == std::vector<size_t>{3, 2, 1});
+    // The region being promoted gives nothing, even when it is the coldest.
+    CHECK(plan_cache_donors(c, 3, 100 * MiB) == std::vector<size_t>{2});
+    // A random region keeps its cache: it is what its random reads hit.
+    c[2].phase = 2;
+    CHECK(plan_cache_donors(c, 0, 100000 * MiB) == std::vector<size_t>{3, 1});
+}

@@ -86,8 +86,6 @@ bool pick(Work &w) {
 }
 
 void *worker_main(void *) {
-    g_buf = mmap(nullptr, kChunkPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (g_buf == MAP_FAILED) g_buf = nullptr;
     pthread_mutex_lock(&g_lock);
     for (;;) {
         // Streams ended since the last look: their descriptors are ours to
@@ -105,6 +103,10 @@ void *worker_main(void *) {
         // The descriptor stays open while we use it: only this thread
         // closes a slot's descriptor (prefetch_end only marks it).
         pthread_mutex_unlock(&g_lock);
+        if (!g_buf && w.read.count) { // on first use: an idle process keeps its 4 MiB
+            void *b = mmap(nullptr, kChunkPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            g_buf = b == MAP_FAILED ? nullptr : b; // none: nothing read (RLIMIT_AS), drops still done
+        }
         if (w.drop.count) {
             madvise((void *)(w.start + w.drop.from * kPage), w.drop.count * kPage, MADV_PAGEOUT);
             g_dropped.fetch_add(w.drop.count * kPage, std::memory_order_relaxed);
@@ -128,11 +130,7 @@ bool prefetch_start(const PrefetchTarget &t, int fd) {
             free_slot = &s;
             break;
         }
-    if (free_slot && !g_started) {
-        g_started = start_background_thread(worker_main, "spillway-ahead", 256 * 1024);
-        if (!g_started) free_slot = nullptr;
-    }
-    if (!free_slot) {
+    if (!free_slot || !g_started) {
         pthread_mutex_unlock(&g_lock);
         close(fd);
         return false;
@@ -145,6 +143,12 @@ bool prefetch_start(const PrefetchTarget &t, int fd) {
     pthread_cond_signal(&g_wake);
     pthread_mutex_unlock(&g_lock);
     return true;
+}
+
+void prefetch_thread_start() {
+    pthread_mutex_lock(&g_lock);
+    if (!g_started) g_started = start_background_thread(worker_main, "spillway-ahead", 256 * 1024);
+    pthread_mutex_unlock(&g_lock);
 }
 
 bool prefetch_update(const PrefetchTarget &t) {

@@ -50,9 +50,16 @@ ReadStep next_read(uint64_t done, uint64_t front, uint64_t ahead_to, uint64_t ch
 // `align` pages, or empty (to <= dropped).
 ReadStep next_drop(uint64_t dropped, uint64_t drop_to, uint64_t align);
 
+// Starts the thread (once; again after fork). Called with the detector's
+// own start, when the first disk region is made, never later: a thread
+// started when the program has used up its address space (RLIMIT_AS) can
+// make glibc abort the process ("cannot allocate memory for thread-local
+// data"): tests/programs/rlimit_as aborted so once, under load, while this
+// thread was started at a stream's first need.
+void prefetch_thread_start();
 // Gives a stream to the worker: fd (owned from now on) reads the region's
-// file. False when every slot is taken (fd is then closed, and the caller
-// keeps feeding the stream itself).
+// file. False when every slot is taken or the thread is not running (fd is
+// then closed, and the caller keeps feeding the stream itself).
 bool prefetch_start(const PrefetchTarget &t, int fd);
 // Moves a stream's target; false when the worker does not hold it.
 bool prefetch_update(const PrefetchTarget &t);

@@ -552,6 +552,7 @@ void *sampler_main(void *) {
 void sampler_notice() {
     if (g_started.exchange(true)) return;
     start_background_thread(sampler_main, "spillway-learn", 256 * 1024);
+    prefetch_thread_start(); // now, not when a stream first needs it (prefetch_worker.h)
 }
 
 void sampler_stop() { g_stop.store(true); }

@@ -120,6 +120,7 @@ TEST_CASE("the worker reads ahead of the front at the region's file offset, and 
           "[prefetch_worker]") {
     // The region is the file's [8 MiB, 24 MiB); the reader is at 2 MiB of it.
     SpillLike s(24u << 20, 8u << 20, 16u << 20);
+    prefetch_thread_start(); // as the detector does when the first disk region is made
     size_t fds = open_fds();
     uint64_t read0 = prefetch_read_bytes();
     REQUIRE(prefetch_start(s.target(512, 2048, 0), fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
@@ -152,6 +153,7 @@ TEST_CASE("the worker reads ahead of the front at the region's file offset, and 
 
 TEST_CASE("a stream beyond the worker's slots is refused and its descriptor closed", "[prefetch_worker]") {
     SpillLike s(4u << 20, 0, 4u << 20);
+    prefetch_thread_start();
     std::vector<uintptr_t> taken;
     for (uintptr_t k = 1; k <= 16; k++) {
         PrefetchTarget t = s.target(0, 0, 0); // nothing to read: the slot just stays taken

@@ -12,6 +12,7 @@
 #include "fd_policy.h"
 #include "large.h"
 #include "log.h"
+#include "prefetch_worker.h"
 #include "readahead_window.h"
 #include "region.h"
 #include "stats_live.h"
@@ -68,6 +69,10 @@ struct Track {
     CallSite *site = nullptr;
     bool advice_pinned = false; // the user's advice: never changed, only read ahead of
     int fd = -1;              // its spill file (for the device's read-ahead)
+    uint64_t file_off = 0;    // the region's offset in it
+    int worker_fd = -1;       // a dup of fd taken under the large lock, for the worker
+    bool handed = false;      // the prefetch worker reads ahead of this stream
+    bool worker_refused = false; // ...had no free slot: this thread feeds it
     Verdict verdict = Verdict::undecided;
     uint64_t last_look_ns = 0;
     uint64_t last_full_look_ns = 0; // the whole region, not a stream's window
@@ -101,6 +106,7 @@ struct Publication {
     int advice; // to set, unless pinned (then -1)
     Verdict verdict;
     bool changed;
+    Track *want_fd; // a stream for the prefetch worker: dup its file's descriptor
 };
 Publication *g_publications = nullptr;
 size_t g_publication_count = 0;
@@ -111,9 +117,20 @@ uint64_t process_faults() {
     return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
 }
 
+// The prefetch worker stops reading ahead of t (its stream ended or its
+// region is gone).
+void unhand(Track &t) {
+    if (t.handed) prefetch_end(t.start, t.born);
+    t.handed = false;
+    t.worker_refused = false;
+    if (t.worker_fd >= 0) close(t.worker_fd);
+    t.worker_fd = -1;
+}
+
 void drop_track(Track &t) {
     if (t.bits) mi_free(t.bits);
     t.bits = nullptr;
+    unhand(t);
 }
 
 // Lists live disk regions (one hold of the large lock) and carries over what
@@ -140,6 +157,7 @@ bool refresh_tracks(uint64_t now) {
             t.pages = r->map_len / kPage;
             t.site = r->site;
             t.fd = r->file ? r->file->fd : -1;
+            t.file_off = r->file_off;
             t.advice_pinned = r->advice_pinned;
         }
     }
@@ -153,9 +171,13 @@ bool refresh_tracks(uint64_t now) {
         if (j < g_track_count && g_tracks[j].start == t.start && g_tracks[j].born == t.born &&
             g_tracks[j].pages == t.pages) {
             CallSite *site = t.site;
+            uint64_t file_off = t.file_off;
             t = g_tracks[j];
             t.site = site;
+            t.file_off = file_off;
             g_tracks[j].bits = nullptr;
+            g_tracks[j].handed = false; // moved with it
+            g_tracks[j].worker_fd = -1;
             j++;
         }
     }
@@ -165,25 +187,32 @@ bool refresh_tracks(uint64_t now) {
     return true;
 }
 
+// A stream that reads from disk: the prefetch worker reads ahead of it
+// (prefetch_worker.h), unless it had no room for one more.
+bool wants_worker(const Track &t) { return t.streaming && t.fed && !t.worker_refused; }
+
 // Queues the verdict for the live region (if it is still the one tracked)
 // and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise.
 void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
-    // Kernel read-ahead for a moving stream that does not read from disk (a
-    // fill over never-written blocks: large zeroed folios), and for one that
-    // does when the device reads ahead megabytes (its large folios beat
-    // WILLNEED's single pages; readahead_window.h). Otherwise the thread
-    // reads ahead, so a fault outside the stream never reads more than its
-    // page. A random fault under MADV_SEQUENTIAL reads a whole window until
-    // the next stream tick notices (20 ms).
-    int want = t.streaming && (!t.fed || t.kernel_feeds) && t.pages * kPage >= kStreamAdviceFrom
+    // MADV_SEQUENTIAL for a moving stream: over never-written blocks (a
+    // first fill: large zeroed folios), or over written ones the prefetch
+    // worker reads ahead of (a reader that overtakes it then waits for the
+    // worker's reads in flight or reads a window itself, never page by
+    // page), or, without the worker, when the device reads ahead megabytes
+    // (readahead_window.h). Otherwise MADV_RANDOM, so a fault outside a
+    // stream never reads more than its page. A random fault under
+    // MADV_SEQUENTIAL reads a whole window until the next stream tick
+    // notices (10-20 ms).
+    int want = t.streaming && (!t.fed || t.kernel_feeds || wants_worker(t)) && t.pages * kPage >= kStreamAdviceFrom
                    ? MADV_SEQUENTIAL
                    : MADV_RANDOM;
-    if (!changed && want == t.advice_published && rate == t.rate_published) return; // nothing new
+    bool want_fd = wants_worker(t) && !t.handed && t.worker_fd < 0;
+    if (!changed && !want_fd && want == t.advice_published && rate == t.rate_published) return; // nothing new
     t.advice_published = want;
     t.rate_published = rate;
     if (!g_publications || g_publication_count == kMaxTracks) return;
     g_publications[g_publication_count++] = {t.start, t.born, now, rate, t.advice_pinned ? -1 : want, v,
-                                             changed};
+                                             changed, want_fd ? &t : nullptr};
 }
 
 // Applies the tick's publications: one hold of the large lock for all of
@@ -202,6 +231,10 @@ void publish_all() {
             r->phase.store((uint8_t)p.verdict, std::memory_order_release);
         }
         if (p.advice >= 0 && r->advice != p.advice) advise_region(r, p.advice);
+        // Under the lock the region's file is open: the dup is its file for
+        // as long as the worker reads, whatever happens to the region.
+        if (p.want_fd && r->file && r->file->fd >= 0 && p.want_fd->worker_fd < 0)
+            p.want_fd->worker_fd = above_stdio(fcntl(r->file->fd, F_DUPFD_CLOEXEC, 3));
     }
     g_publication_count = 0;
 }
@@ -260,10 +293,48 @@ uint64_t lead_max_pages() {
     return cached;
 }
 
+// Where to page out up to behind a stream: 4 MiB behind its front, when
+// the cgroup has less free room than twice the lead (0: keep everything;
+// a program reading a region twice over with room to spare keeps it).
+uint64_t drop_to(const Track &t) {
+    constexpr uint64_t kKeep = (4u << 20) / kPage;
+    if (t.front <= kKeep) return 0;
+    MemoryFigures m = read_memory_figures();
+    if (!m.limited || m.limit > m.usage + 2 * lead_max_pages() * kPage) return 0;
+    return t.front - kKeep;
+}
+
 void feed_stream(Track &t) {
     uint64_t cap = lead_max_pages();
     uint64_t lead = prefetch_lead_pages(t.rate, kLeadNs, std::min(kLeadMinPages, cap), cap);
     uint64_t target = std::min(t.pages, t.front + lead);
+    uint64_t drop = drop_to(t);
+    if (wants_worker(t) && (t.handed || t.worker_fd >= 0)) {
+        PrefetchTarget p;
+        p.start = t.start;
+        p.born = t.born;
+        p.file_off = t.file_off;
+        p.pages = t.pages;
+        p.front = t.front;
+        p.ahead_to = target;
+        p.drop_to = drop;
+        if (t.handed) {
+            t.handed = prefetch_update(p);
+        } else {
+            t.handed = prefetch_start(p, t.worker_fd); // takes the descriptor
+            t.worker_fd = -1;
+            t.worker_refused = !t.handed;
+        }
+        if (t.handed) {
+            t.prefetched_to = target;
+            return;
+        }
+    }
+    if (drop > t.dropped_to + 512) {
+        madvise((void *)(t.start + t.dropped_to * kPage), (drop - t.dropped_to) * kPage, MADV_PAGEOUT);
+        t.dropped_to = drop;
+    }
+    if (t.kernel_feeds) return;
     uint64_t from = std::max(t.front, t.prefetched_to);
     if (from >= target) return;
     uint64_t chunk = willneed_chunk_pages(t.start + from * kPage, target - from);
@@ -275,9 +346,6 @@ void feed_stream(Track &t) {
     }
     g_prefetched.fetch_add((target - from) * kPage, std::memory_order_relaxed);
     t.prefetched_to = target;
-    // No drop-behind: paging out what the reader passed would also evict
-    // data the program reads again (the control suite's release test reads
-    // a region twice and expects it resident).
 }
 
 // The pages [lo, hi) of a region a look covers: all of them, or for a
@@ -350,6 +418,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         uint64_t rate = (same_stream ? moved : e.longest_new) * 1000000000ull / dt;
         t.rate = same_stream ? (t.rate + rate) / 2 : rate;
         if (!same_stream) {
+            unhand(t);
             t.prefetched_to = 0;
             t.dropped_to = e.longest_start;
             t.fed = false;
@@ -367,6 +436,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     if (!t.streaming) {
         t.prefetched_to = 0;
         t.fed = false;
+        unhand(t);
     }
     bool changed = v != Verdict::undecided && v != t.verdict;
     if (changed) {
@@ -382,7 +452,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
     }
     publish(t, v, changed, now, fault_rate); // applied with the others at the end of the tick
-    t.feed_due = t.streaming && t.fed && !t.kernel_feeds;
+    t.feed_due = t.streaming && t.fed;
 }
 
 // A stream the thread reads ahead of, or one under MADV_SEQUENTIAL (whose
@@ -392,7 +462,7 @@ bool needs_fast_looks(const Track &t) {
     return t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom);
 }
 
-bool feeds_itself(const Track &t) { return t.streaming && t.fed && !t.kernel_feeds; }
+bool feeds_itself(const Track &t) { return t.streaming && t.fed; }
 
 // One tick; returns the delay until the next.
 uint64_t tick(uint64_t now) {
@@ -482,6 +552,7 @@ void *sampler_main(void *) {
 void sampler_notice() {
     if (g_started.exchange(true)) return;
     start_background_thread(sampler_main, "spillway-learn", 256 * 1024);
+    prefetch_thread_start(); // now, not when a stream first needs it (prefetch_worker.h)
 }
 
 void sampler_stop() { g_stop.store(true); }
@@ -492,14 +563,18 @@ void sampler_after_fork_child() {
     if (g_pagemap >= 0) close(g_pagemap);
     g_pagemap = -1;
     // The parent's regions are private copies here: start from nothing.
-    for (size_t i = 0; i < g_track_count; i++) drop_track(g_tracks[i]);
+    for (size_t i = 0; i < g_track_count; i++) {
+        g_tracks[i].handed = false; // the worker's slots are reset below
+        drop_track(g_tracks[i]);
+    }
     g_track_count = 0;
+    prefetch_after_fork_child();
     g_publication_count = 0;
     g_last_faults = 0;
 }
 
 uint64_t sampler_cpu_ns() { return g_cpu_ns.load(); }
 uint64_t sampler_ticks() { return g_ticks.load(); }
-uint64_t sampler_prefetched_bytes() { return g_prefetched.load(); }
+uint64_t sampler_prefetched_bytes() { return g_prefetched.load() + prefetch_read_bytes(); }
 
 } // namespace spillway

@@ -5,11 +5,13 @@
 //
 // Advice: a disk region is MADV_RANDOM unless it is being streamed (then
 // MADV_SEQUENTIAL): a random fault reads 4 KiB whatever read_ahead_kb is.
-// A stream that reads from disk also gets reads issued ahead of its front
-// from this thread (MADV_WILLNEED on the range, in chunks the kernel
-// honours), so its faults find the pages in cache and compute overlaps I/O
-// even where read_ahead_kb is 128. Scattered faults end the stream at the
-// next look (<= 20 ms while streaming, 100 ms otherwise).
+// A stream that re-reads written data is handed to the prefetch worker
+// (prefetch_worker.h), which reads its file a bounded lead ahead of the
+// front this thread reports every 10 ms, and pages out what the reader
+// passed when the cgroup is short of room; so the reader's faults find the
+// pages cached and compute overlaps I/O at any read_ahead_kb. Scattered
+// faults end the stream at the next look (<= 20 ms while streaming, 100 ms
+// otherwise), and the worker stops with it.
 //
 // Invariants: the thread starts lazily, with signals blocked; it takes the
 // large lock at most twice per tick, whatever the number of regions: once

@@ -12,10 +12,10 @@
 #    (spillway_access_phase) and gets read-ahead: more than 32 KiB read per
 #    major fault (4-8 KiB without it under MADV_RANDOM; measured 81-372);
 #  - a random phase after the pass is back to <= 64 KiB per fault over
-#    2,000 touches. The pass is fed by the kernel's read-ahead
-#    (MADV_SEQUENTIAL: read_ahead_kb >= 1 MiB), so the first random faults
-#    after it read whole windows until the next stream tick (20 ms) switches
-#    to MADV_RANDOM: 32-48 MiB measured. Over 600 touches that switch alone
+#    2,000 touches. The pass is fed by the prefetch worker under
+#    MADV_SEQUENTIAL (shim/prefetch_worker.h), so the first random faults
+#    after it read whole windows until the next stream tick (10-20 ms)
+#    switches to MADV_RANDOM: 32-48 MiB measured before the worker. Over 600 touches that switch alone
 #    made 110 KiB per fault in one run of 4; over 2,000 it is ~25.
 # Asserts behaviour, not time. Needs root and a memory cgroup; otherwise it
 # reports a skip (exit 77). The mount, loop device and cgroup are removed

@@ -1,0 +1,174 @@
+// test_prefetch_worker.cpp — the read-ahead worker: which piece it reads
+// next and what it pages out (pure), and on a real file under /var/tmp (a
+// block device, so the page cache can be emptied): it reads the target's
+// range of the region's file at the region's offset and nothing before it,
+// pages out the part behind the reader, refuses a stream when its slots are
+// full (closing the descriptor it was given), and closes a stream's
+// descriptor when the stream ends.
+#include "prefetch_worker.h"
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace spillway;
+
+TEST_CASE("next_read starts at the front or where reading stopped, in chunks", "[prefetch_worker]") {
+    ReadStep s = next_read(0, 100, 1000, 256);
+    CHECK(s.from == 100);
+    CHECK(s.count == 256);
+    s = next_read(500, 100, 1000, 256); // already read up to 500
+    CHECK(s.from == 500);
+    CHECK(s.count == 256);
+    s = next_read(900, 100, 1000, 256); // the last piece is short
+    CHECK(s.count == 100);
+    CHECK(next_read(1000, 100, 1000, 256).count == 0); // target reached
+    s = next_read(200, 700, 1000, 256);                 // the reader overtook what was read
+    CHECK(s.from == 700);
+    CHECK(s.count == 256);
+    CHECK(next_read(0, 1000, 900, 256).count == 0); // target behind the front
+    CHECK(next_read(0, 0, 1000, 0).count == 0);
+}
+
+TEST_CASE("next_drop pages out whole steps up to the target only", "[prefetch_worker]") {
+    ReadStep d = next_drop(0, 1300, 512);
+    CHECK(d.from == 0);
+    CHECK(d.count == 1024);
+    CHECK(next_drop(1024, 1300, 512).count == 0); // less than a step more
+    d = next_drop(1024, 1536, 512);
+    CHECK(d.from == 1024);
+    CHECK(d.count == 512);
+    CHECK(next_drop(2048, 0, 512).count == 0); // 0: keep everything
+    CHECK(next_drop(0, 700, 0).count == 700);
+}
+
+namespace {
+constexpr size_t kPage = 4096;
+
+void sleep_ms(long ms) {
+    timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, nullptr);
+}
+
+// Resident pages of [first, first+count) of a mapping.
+size_t resident(void *map, size_t first, size_t count) {
+    std::vector<unsigned char> vec(count);
+    REQUIRE(mincore((char *)map + first * kPage, count * kPage, vec.data()) == 0);
+    size_t n = 0;
+    for (unsigned char v : vec) n += v & 1;
+    return n;
+}
+
+size_t open_fds() {
+    size_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    REQUIRE(d);
+    while (readdir(d)) n++;
+    closedir(d);
+    return n;
+}
+
+// A written file under /var/tmp (a block device: the tests empty its page
+// cache with fadvise), mapped shared from `offset` like a spill region.
+struct SpillLike {
+    int fd = -1;
+    void *map = nullptr;
+    size_t offset, len;
+    SpillLike(size_t file_bytes, size_t offset_, size_t len_) : offset(offset_), len(len_) {
+        char path[] = "/var/tmp/spillway-unit-prefetch.XXXXXX";
+        fd = mkstemp(path);
+        REQUIRE(fd >= 0);
+        unlink(path);
+        std::vector<char> block(1 << 20, 'x');
+        for (size_t off = 0; off < file_bytes; off += block.size())
+            REQUIRE(pwrite(fd, block.data(), block.size(), (off_t)off) == (ssize_t)block.size());
+        REQUIRE(fsync(fd) == 0);
+        map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+        REQUIRE(map != MAP_FAILED);
+        REQUIRE(madvise(map, len, MADV_RANDOM) == 0); // no read-around of our own reads
+        drop_cache();
+    }
+    void drop_cache() {
+        REQUIRE(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+        REQUIRE(resident(map, 0, len / kPage) == 0);
+    }
+    ~SpillLike() {
+        munmap(map, len);
+        close(fd);
+    }
+    PrefetchTarget target(uint64_t front, uint64_t ahead_to, uint64_t drop_to) const {
+        PrefetchTarget t;
+        t.start = (uintptr_t)map;
+        t.born = 1;
+        t.file_off = offset;
+        t.pages = len / kPage;
+        t.front = front;
+        t.ahead_to = ahead_to;
+        t.drop_to = drop_to;
+        return t;
+    }
+};
+} // namespace
+
+TEST_CASE("the worker reads ahead of the front at the region's file offset, and pages out behind it",
+          "[prefetch_worker]") {
+    // The region is the file's [8 MiB, 24 MiB); the reader is at 2 MiB of it.
+    SpillLike s(24u << 20, 8u << 20, 16u << 20);
+    prefetch_thread_start(); // as the detector does when the first disk region is made
+    size_t fds = open_fds();
+    uint64_t read0 = prefetch_read_bytes();
+    REQUIRE(prefetch_start(s.target(512, 2048, 0), fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
+    size_t got = 0;
+    for (int i = 0; i < 500 && got < 1536; i++, sleep_ms(10)) got = resident(s.map, 512, 1536);
+    CHECK(got == 1536);
+    CHECK(resident(s.map, 0, 512) == 0); // nothing before the front (the offset was honoured)
+    CHECK(prefetch_read_bytes() - read0 >= 1536 * kPage);
+
+    // The reader maps [0, 1536); once the cgroup is short of room the
+    // detector asks for what lies behind 1536 to be paged out: from the
+    // front the stream was handed over at (512), in whole 2 MiB steps.
+    volatile char sink = 0;
+    for (size_t p = 0; p < 1536; p++) sink = sink + ((char *)s.map)[p * kPage];
+    REQUIRE(resident(s.map, 0, 1536) == 1536);
+    REQUIRE(prefetch_update(s.target(1536, 2048, 1536)));
+    size_t left = 1024;
+    for (int i = 0; i < 500 && left > 0; i++, sleep_ms(10)) left = resident(s.map, 512, 1024);
+    CHECK(left == 0);
+    CHECK(resident(s.map, 0, 512) == 512); // before the hand-over: not ours to judge
+    CHECK(prefetch_dropped_bytes() >= 1024 * kPage);
+
+    // The stream ends: the worker closes its descriptor.
+    prefetch_end(s.target(0, 0, 0).start, 1);
+    CHECK_FALSE(prefetch_update(s.target(1536, 4096, 0)));
+    size_t now = fds + 1;
+    for (int i = 0; i < 500 && now != fds; i++, sleep_ms(10)) now = open_fds();
+    CHECK(now == fds);
+}
+
+TEST_CASE("a stream beyond the worker's slots is refused and its descriptor closed", "[prefetch_worker]") {
+    SpillLike s(4u << 20, 0, 4u << 20);
+    prefetch_thread_start();
+    std::vector<uintptr_t> taken;
+    for (uintptr_t k = 1; k <= 16; k++) {
+        PrefetchTarget t = s.target(0, 0, 0); // nothing to read: the slot just stays taken
+        t.start = k * kPage;
+        int fd = fcntl(s.fd, F_DUPFD_CLOEXEC, 3);
+        REQUIRE(fd >= 0);
+        if (!prefetch_start(t, fd)) {
+            errno = 0;
+            CHECK(fcntl(fd, F_GETFD) == -1); // closed by the refusal
+            CHECK(errno == EBADF);
+            break;
+        }
+        taken.push_back(t.start);
+    }
+    CHECK(!taken.empty());
+    CHECK(taken.size() < 16);
+    for (uintptr_t start : taken) prefetch_end(start, 1);
+}

@@ -257,7 +257,10 @@ int main(int argc, char **argv) {
     }
     std::mt19937_64 rng(42);
     do_fork(rng);
-    usleep(500000);
+    // Past the recycle cache's idle time (1 s, trimmed every 250 ms: a
+    // freed region stays mapped that long, shim/recycle.h), so the baseline
+    // holds no cached region's mapping.
+    usleep(2000000);
     CHECK(!g_failed);
     auto fds0 = fd_table();
     Maps maps0 = read_maps();

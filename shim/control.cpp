@@ -18,6 +18,7 @@
 #include "large.h"
 #include "log.h"
 #include "policy.h"
+#include "prefetch_worker.h"
 #include "spilldir.h"
 
 #include <cerrno>
@@ -87,9 +88,21 @@ SPW_API int spillway_release_page_cache(const void *p) {
     if (!view_of(p, v)) return -EINVAL;
     if (v.backing != Backing::disk) return -EINVAL; // RAM has no page cache to give back
     if (v.is_private) return -EPERM; // a fork child's private copy would be discarded
+    bool was_read_ahead = prefetch_forget(v.start, v.map_len); // no more read-ahead of ours
     if (msync((void *)v.start, v.map_len, MS_SYNC) != 0) return -errno;
     if (madvise((void *)v.start, v.map_len, MADV_DONTNEED) != 0) return -errno;
     int rc = posix_fadvise(v.fd, (off_t)v.file_off, (off_t)v.map_len, POSIX_FADV_DONTNEED);
+    // Pages the kernel was still reading for the worker are locked, so the
+    // drop skips them and they land after it: drop again once they have
+    // (a few milliseconds; bounded, as another process's mapping may keep
+    // pages that no drop can take).
+    CachestatRange range{v.file_off, v.map_len};
+    Cachestat cs{};
+    for (int i = 0; was_read_ahead && rc == 0 && i < 20; i++) {
+        if (cachestat(v.fd, range, cs) != 0 || cs.nr_cache == 0) break;
+        usleep(2000);
+        rc = posix_fadvise(v.fd, (off_t)v.file_off, (off_t)v.map_len, POSIX_FADV_DONTNEED);
+    }
     return rc ? -rc : 0;
 }
 

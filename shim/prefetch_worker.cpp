@@ -44,6 +44,8 @@ struct Slot {
 
 pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER;
+pthread_cond_t g_idle = PTHREAD_COND_INITIALIZER; // broadcast when a piece of work ends
+uintptr_t g_busy_start = 0; // the region start of the stream being worked on, 0: none
 Slot g_slots[kSlots];
 bool g_started = false;
 std::atomic<uint64_t> g_read{0}, g_dropped{0};
@@ -102,6 +104,7 @@ void *worker_main(void *) {
         }
         // The descriptor stays open while we use it: only this thread
         // closes a slot's descriptor (prefetch_end only marks it).
+        g_busy_start = w.start;
         pthread_mutex_unlock(&g_lock);
         if (!g_buf && w.read.count) { // on first use: an idle process keeps its 4 MiB
             void *b = mmap(nullptr, kChunkPages * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -116,6 +119,8 @@ void *worker_main(void *) {
             if (got > 0) g_read.fetch_add((uint64_t)got, std::memory_order_relaxed);
         }
         pthread_mutex_lock(&g_lock);
+        g_busy_start = 0;
+        pthread_cond_broadcast(&g_idle);
     }
     return nullptr;
 }
@@ -171,10 +176,27 @@ void prefetch_end(uintptr_t start, uint64_t born) {
     pthread_mutex_unlock(&g_lock);
 }
 
+bool prefetch_forget(uintptr_t start, size_t len) {
+    auto inside = [&](uintptr_t a) { return a >= start && a - start < len; };
+    bool had = false;
+    pthread_mutex_lock(&g_lock);
+    for (Slot &s : g_slots)
+        if (s.used && inside(s.target.start)) s.used = false, had = true;
+    pthread_cond_signal(&g_wake);
+    while (g_started && g_busy_start && inside(g_busy_start)) {
+        had = true;
+        pthread_cond_wait(&g_idle, &g_lock);
+    }
+    pthread_mutex_unlock(&g_lock);
+    return had;
+}
+
 void prefetch_after_fork_child() {
     // The worker did not survive the fork; its lock may have been held.
     g_lock = PTHREAD_MUTEX_INITIALIZER;
     g_wake = PTHREAD_COND_INITIALIZER;
+    g_idle = PTHREAD_COND_INITIALIZER;
+    g_busy_start = 0;
     for (Slot &s : g_slots) {
         if (s.fd >= 0) close(s.fd);
         s = Slot();

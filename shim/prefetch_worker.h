@@ -65,6 +65,14 @@ bool prefetch_start(const PrefetchTarget &t, int fd);
 bool prefetch_update(const PrefetchTarget &t);
 // The stream ended (or its region is gone): the worker drops it.
 void prefetch_end(uintptr_t start, uint64_t born);
+// Aware code dropped the page cache of [start, start+len)
+// (spillway_release_page_cache): the streams of regions starting there end,
+// and a read of theirs in flight finishes before this returns. True when
+// such a stream existed: the kernel's own read-ahead, started by the
+// worker's last read, may still be landing (the caller drops again).
+// (Measured: control/export-cross-process found 8 MiB resident right after
+// a release, read by the worker.)
+bool prefetch_forget(uintptr_t start, size_t len);
 void prefetch_after_fork_child();
 
 // For tests and benchmarks: bytes the worker read, and paged out.

@@ -172,3 +172,22 @@ TEST_CASE("a stream beyond the worker's slots is refused and its descriptor clos
     CHECK(taken.size() < 16);
     for (uintptr_t start : taken) prefetch_end(start, 1);
 }
+
+TEST_CASE("forgetting a region ends its stream and waits out a read in flight", "[prefetch_worker]") {
+    SpillLike s(64u << 20, 0, 64u << 20);
+    prefetch_thread_start();
+    REQUIRE(prefetch_start(s.target(0, 16384, 0), fcntl(s.fd, F_DUPFD_CLOEXEC, 3))); // the whole 64 MiB
+    for (int i = 0; i < 500 && prefetch_read_bytes() == 0; i++) sleep_ms(1);
+    CHECK(prefetch_forget((uintptr_t)s.map, 64u << 20)); // it was reading there
+    CHECK_FALSE(prefetch_update(s.target(0, 16384, 0))); // the stream is gone
+    uint64_t read_after = prefetch_read_bytes();
+    // The kernel's read-ahead started by the last pread may still be
+    // landing (spillway_release_page_cache drops again for that); once it
+    // has, a drop is final: the worker reads nothing more.
+    sleep_ms(100);
+    REQUIRE(posix_fadvise(s.fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    sleep_ms(200);
+    CHECK(prefetch_read_bytes() == read_after);
+    CHECK(resident(s.map, 0, 16384) == 0);
+    CHECK_FALSE(prefetch_forget((uintptr_t)s.map, 64u << 20)); // nothing left there
+}

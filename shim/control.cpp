@@ -18,7 +18,6 @@
 #include "large.h"
 #include "log.h"
 #include "policy.h"
-#include "prefetch_worker.h"
 #include "spilldir.h"
 
 #include <cerrno>
@@ -88,7 +87,7 @@ SPW_API int spillway_release_page_cache(const void *p) {
     if (!view_of(p, v)) return -EINVAL;
     if (v.backing != Backing::disk) return -EINVAL; // RAM has no page cache to give back
     if (v.is_private) return -EPERM; // a fork child's private copy would be discarded
-    bool was_read_ahead = prefetch_forget(v.start, v.map_len); // no more read-ahead of ours
+    bool was_read_ahead = large_stop_read_ahead(p); // the shim reads none of it ahead any more
     if (msync((void *)v.start, v.map_len, MS_SYNC) != 0) return -errno;
     if (madvise((void *)v.start, v.map_len, MADV_DONTNEED) != 0) return -errno;
     int rc = posix_fadvise(v.fd, (off_t)v.file_off, (off_t)v.map_len, POSIX_FADV_DONTNEED);

@@ -74,6 +74,12 @@ struct RegionView {
 
 // The live region holding p (any interior pointer); false if there is none.
 bool large_view(const void *p, RegionView *out);
+// Aware code is about to drop the page cache of the region holding p
+// (spillway_release_page_cache): from now on the shim reads nothing of it
+// ahead (its streams end, a read of the prefetch worker in flight is waited
+// out). Returns whether such read-ahead was running (its pages may still be
+// landing: the caller drops again).
+bool large_stop_read_ahead(const void *p);
 // Moves the region starting at p to a disk file of its own unless it is on
 // disk already (spillway_spill). 0 or -errno.
 int large_move_to_disk(void *p);

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "backing.h"
 #include "fd_policy.h"
+#include "prefetch_worker.h"
 #include "region.h"
 #include "rehome.h"
 #include "sampler.h"
@@ -76,6 +77,20 @@ bool large_view(const void *p, RegionView *out) {
     if (!r) return false;
     fill_view(r, out);
     return true;
+}
+
+bool large_stop_read_ahead(const void *p) {
+    uintptr_t start = 0;
+    size_t len = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        Region *r = live_region_holding(p);
+        if (!r) return false;
+        r->cache_managed.store(true, std::memory_order_release); // the sampler's next tick sees it
+        start = r->start;
+        len = r->map_len;
+    }
+    return prefetch_forget(start, len);
 }
 
 int large_move_to_disk(void *p) {

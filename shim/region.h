@@ -57,6 +57,9 @@ struct Region {
     std::atomic<uint32_t> pins{0}; // threads resizing or retiring it: the tiering mover keeps off
     uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
     std::atomic<bool> freed{false};  // set once by free(): a second free is reported
+    // Aware code released its page cache (spillway_release_page_cache): it
+    // manages the cache itself, so the detector no longer reads it ahead.
+    std::atomic<bool> cache_managed{false};
     Region *prev = nullptr, *next = nullptr; // registry (live list)
     Region *queue_next = nullptr;             // reaper queue
 };

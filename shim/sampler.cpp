@@ -85,6 +85,7 @@ struct Track {
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
     bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
+    bool cache_managed = false; // Region::cache_managed: never read ahead
     uint64_t filled_to = 0;  // end of the furthest page ever seen present
     int advice_published = -1;
     uint32_t rate_published = UINT32_MAX;
@@ -159,6 +160,7 @@ bool refresh_tracks(uint64_t now) {
             t.fd = r->file ? r->file->fd : -1;
             t.file_off = r->file_off;
             t.advice_pinned = r->advice_pinned;
+            t.cache_managed = r->cache_managed.load(std::memory_order_acquire);
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -172,9 +174,11 @@ bool refresh_tracks(uint64_t now) {
             g_tracks[j].pages == t.pages) {
             CallSite *site = t.site;
             uint64_t file_off = t.file_off;
+            bool cache_managed = t.cache_managed;
             t = g_tracks[j];
             t.site = site;
             t.file_off = file_off;
+            t.cache_managed = cache_managed;
             g_tracks[j].bits = nullptr;
             g_tracks[j].handed = false; // moved with it
             g_tracks[j].worker_fd = -1;
@@ -305,6 +309,10 @@ uint64_t drop_to(const Track &t) {
 }
 
 void feed_stream(Track &t) {
+    if (t.cache_managed) { // aware code drops this region's cache itself: read nothing ahead
+        unhand(t);
+        return;
+    }
     uint64_t cap = lead_max_pages();
     uint64_t lead = prefetch_lead_pages(t.rate, kLeadNs, std::min(kLeadMinPages, cap), cap);
     uint64_t target = std::min(t.pages, t.front + lead);

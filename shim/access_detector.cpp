@@ -1,6 +1,7 @@
 // access_detector.cpp — see access_detector.h.
 #include "access_detector.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <linux/ioctl.h>
@@ -161,6 +162,12 @@ Verdict classify_tick(const TickEvidence &e) {
     // advice) are bigger, but still many with none dominating.
     if (e.new_islands >= 2 * kRandomMinIslands && e.longest_new * 4 < e.new_pages) return Verdict::random;
     return Verdict::undecided;
+}
+
+bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages) {
+    if (!e.new_islands) return false;
+    uint64_t need = std::max<uint64_t>(kClusterMinPages, readahead_pages / 16);
+    return e.new_pages / e.new_islands >= need;
 }
 
 bool continues_run(const TickEvidence &e, uint64_t last_front) {

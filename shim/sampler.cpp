@@ -54,6 +54,9 @@ constexpr uint64_t kLeadMaxPages = (256u << 20) / kPage;
 // A stream reads from disk (is "fed") once its front is this far behind
 // the furthest page ever written: a re-read, not a first fill.
 constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
+// A stream is read ahead of by the worker once it has run this far: shorter
+// ones are contiguous slices read in random order (update_clustered).
+constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
@@ -80,12 +83,15 @@ struct Track {
     uint64_t rate = 0;           // its pages per second
     uint64_t prefetched_to = 0;  // read-ahead issued up to this page
     uint64_t dropped_to = 0;     // paged out behind the stream up to this page
+    uint64_t stream_from = 0;    // where the current stream began
     bool streaming = false;
     bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
     bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
     bool cache_managed = false; // Region::cache_managed: never read ahead
+    bool clustered = false;  // random, but in islands a window read serves (clustered_islands)
+    int64_t readahead_pages = -1; // the device's window (-1: not read yet)
     uint64_t filled_to = 0;  // end of the furthest page ever seen present
     int advice_published = -1;
     uint32_t rate_published = UINT32_MAX;
@@ -149,7 +155,9 @@ bool refresh_tracks(uint64_t now) {
     {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r && n < kMaxTracks; r = r->next) {
-            if (r->backing != Backing::disk || r->freed.load() || r->is_private) continue;
+            // A fork child's private copies too: its own reads need advice
+            // as much as the parent's (large_fork_child starts this thread).
+            if (r->backing != Backing::disk || r->freed.load()) continue;
             if (now - r->born_ns < kMinAgeNs) continue;
             Track &t = g_next_tracks[n++];
             t = Track();
@@ -195,6 +203,11 @@ bool refresh_tracks(uint64_t now) {
 // (prefetch_worker.h), unless it had no room for one more.
 bool wants_worker(const Track &t) { return t.streaming && t.fed && !t.worker_refused; }
 
+uint64_t readahead_pages(Track &t) {
+    if (t.readahead_pages < 0) t.readahead_pages = (int64_t)(read_ahead_kb_of_fd(t.fd) * 1024 / kPage);
+    return (uint64_t)t.readahead_pages;
+}
+
 // Queues the verdict for the live region (if it is still the one tracked)
 // and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise.
 void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
@@ -207,9 +220,12 @@ void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     // stream never reads more than its page. A random fault under
     // MADV_SEQUENTIAL reads a whole window until the next stream tick
     // notices (10-20 ms).
-    int want = t.streaming && (!t.fed || t.kernel_feeds || wants_worker(t)) && t.pages * kPage >= kStreamAdviceFrom
-                   ? MADV_SEQUENTIAL
-                   : MADV_RANDOM;
+    // Random access in big contiguous islands reads whole windows too
+    // (clustered_islands).
+    bool stream_advice = t.streaming && (!t.fed || t.kernel_feeds || wants_worker(t));
+    bool cluster_advice = !t.streaming && t.clustered;
+    int want = (stream_advice || cluster_advice) && t.pages * kPage >= kStreamAdviceFrom ? MADV_SEQUENTIAL
+                                                                                        : MADV_RANDOM;
     bool want_fd = wants_worker(t) && !t.handed && t.worker_fd < 0;
     if (!changed && !want_fd && want == t.advice_published && rate == t.rate_published) return; // nothing new
     t.advice_published = want;
@@ -356,6 +372,18 @@ void feed_stream(Track &t) {
     t.prefetched_to = target;
 }
 
+// Random access in contiguous islands (clustered_islands) is served by
+// MADV_SEQUENTIAL: the kernel reads the device's window at each island's
+// first fault. Set by a tick with at least two big islands and no stream
+// continuing; cleared by a random verdict (small scattered faults must
+// read their page only) and by a stream that ran kLongStreamPages (after a
+// long pass the region goes back to MADV_RANDOM, as it always did).
+void update_clustered(Track &t, const TickEvidence &e, Verdict v, bool continuing) {
+    if (v == Verdict::random && !clustered_islands(e, readahead_pages(t))) t.clustered = false;
+    else if (!continuing && e.new_islands >= 2 && clustered_islands(e, readahead_pages(t))) t.clustered = true;
+    if (t.streaming && t.front >= t.stream_from + kLongStreamPages) t.clustered = false;
+}
+
 // The pages [lo, hi) of a region a look covers: all of them, or for a
 // stream between full looks a window around its front. Why a window: the
 // pages a stream left mapped behind it are most of what a page-table walk
@@ -419,6 +447,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             (unsigned long long)e.longest_new, (unsigned long long)e.longest_end, dt / 1e6, (int)v);
     uint32_t fault_rate = (uint32_t)std::min<uint64_t>(e.new_pages * 1000000000ull / dt, UINT32_MAX);
     if (v == Verdict::undecided && continues_run(e, t.front)) v = Verdict::sequential;
+    bool continuing = false;
     if (v == Verdict::sequential) {
         uint64_t moved = e.longest_end > t.front ? e.longest_end - t.front : 0;
         bool same_stream = t.streaming && e.longest_end >= t.front &&
@@ -429,8 +458,10 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             unhand(t);
             t.prefetched_to = 0;
             t.dropped_to = e.longest_start;
+            t.stream_from = e.longest_start;
             t.fed = false;
         }
+        continuing = same_stream;
         t.streaming = true;
         t.idle_looks = 0;
     } else if (v == Verdict::random) {
@@ -441,6 +472,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.streaming = false; // ~0.5 s without the stream moving: it stopped
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue
+    update_clustered(t, e, v, continuing);
     if (!t.streaming) {
         t.prefetched_to = 0;
         t.fed = false;
@@ -456,7 +488,11 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     // needs no read-ahead, which would only fill the page cache with zeros
     // ahead of the writer and page out what it just wrote.
     if (t.streaming && !t.fed) {
-        t.fed = t.front + kFedMarginPages < filled_before;
+        // ...and only once it has run kLongStreamPages: a reader taking
+        // contiguous slices in random order starts a short "stream" at each
+        // one, which the kernel's window serves (update_clustered); the
+        // worker's lead of 64 MiB would read mostly what it never wants.
+        t.fed = t.front + kFedMarginPages < filled_before && t.front >= t.stream_from + kLongStreamPages;
         if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
     }
     publish(t, v, changed, now, fault_rate); // applied with the others at the end of the tick

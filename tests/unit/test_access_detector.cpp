@@ -87,6 +87,24 @@ TEST_CASE("an overflowing run list keeps what it did not see") {
     CHECK(compare_presence(bits.data(), 1024, again, 2, false).new_pages == 0); // 900.. still known
 }
 
+TEST_CASE("contiguous slices read in random order are clustered; scattered faults never are") {
+    auto bits = bitmap(1 << 18);
+    std::vector<PageRun> slices; // a DataLoader worker's shuffled 1 MiB batches
+    for (uint64_t i = 0; i < 5; i++) slices.push_back({i * 40000 + 1000, 256});
+    TickEvidence e = compare_presence(bits.data(), 1 << 18, slices.data(), slices.size(), false);
+    CHECK(clustered_islands(e, 2048)); // an 8 MiB window: islands of 128 pages or more
+    CHECK(clustered_islands(e, 0));    // window unknown: kClusterMinPages
+    CHECK_FALSE(clustered_islands(e, 8192)); // a 32 MiB window: 1 MiB is too little of it
+    auto bits2 = bitmap(1 << 18);
+    std::vector<PageRun> faults; // random faults map at most fault-around, 16 pages
+    for (uint64_t i = 0; i < 40; i++) faults.push_back({i * 5000 + 3, 16});
+    TickEvidence f = compare_presence(bits2.data(), 1 << 18, faults.data(), faults.size(), false);
+    CHECK_FALSE(clustered_islands(f, 0));
+    CHECK_FALSE(clustered_islands(f, 32));
+    TickEvidence none;
+    CHECK_FALSE(clustered_islands(none, 0));
+}
+
 TEST_CASE("the read-ahead lead follows the rate within its bounds") {
     CHECK(prefetch_lead_pages(0, 80'000'000, 2048, 65536) == 2048);
     CHECK(prefetch_lead_pages(100000, 80'000'000, 2048, 65536) == 8000);

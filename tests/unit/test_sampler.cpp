@@ -1,18 +1,26 @@
 // test_sampler.cpp — the detector's thread on real disk regions: a region
 // written in order is published sequential, one touched at scattered pages
-// random, and the advice in force follows (MADV_RANDOM outside streams).
+// random, and the advice in force follows (MADV_RANDOM outside streams,
+// MADV_SEQUENTIAL for contiguous slices read in random order). A fork
+// child runs a detector of its own over the regions it inherited.
 #include "shim_fixture.h"
 
 #include "arena.h"
+#include "fork_safety.h"
 #include "reaper.h"
 #include "region.h"
 #include "sampler.h"
 #include "spillway.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <ctime>
+#include <algorithm>
 #include <random>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 using namespace spillway;
 
@@ -52,6 +60,59 @@ TEST_CASE("the thread publishes a stream as sequential and scattered faults as r
     CHECK(phase == (int)Verdict::random);
     CHECK(r->advice == MADV_RANDOM);
     CHECK(sampler_ticks() > 0);
+    large_free(p);
+    reaper_drain();
+}
+
+// The child's verdicts, as its exit status: 0 when both phases were seen.
+static int child_reads_slices_then_scatters(unsigned char *p, size_t n) {
+    Region *r = arena::region_at(p);
+    if (!r || r->advice != MADV_RANDOM) return 10; // the parent's phase is not inherited
+    std::vector<size_t> slices(n >> 20);
+    for (size_t i = 0; i < slices.size(); i++) slices[i] = i;
+    std::shuffle(slices.begin(), slices.end(), std::mt19937_64(3));
+    volatile unsigned sum = 0;
+    size_t used = 0;
+    // Shuffled 1 MiB slices, read whole (a DataLoader worker's batches).
+    for (; used < slices.size() / 2 && r->advice != MADV_SEQUENTIAL; used++) {
+        for (size_t b = 0; b < (1u << 20); b += 4096) sum = sum + p[(slices[used] << 20) + b];
+        sleep_ms(8);
+    }
+    if (r->advice != MADV_SEQUENTIAL) return 11;
+    if (sampler_ticks() == 0) return 12;
+    // Then single pages scattered over the slices not read yet.
+    std::mt19937_64 rng(11);
+    for (int round = 0; round < 80 && r->advice != MADV_RANDOM; round++) {
+        for (int i = 0; i < 64; i++) {
+            size_t slice = slices[used + rng() % (slices.size() - used)];
+            sum = sum + p[(slice << 20) + (rng() % 256) * 4096];
+        }
+        sleep_ms(25);
+    }
+    return r->advice == MADV_RANDOM ? 0 : 13;
+}
+
+TEST_CASE("a fork child's own detector advises the regions it inherited by its own reads") {
+    test::bring_up();
+    const size_t n = 256 << 20;
+    bool use_small = false;
+    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    memset(p, 7, n); // filled in order: the parent's region is in a sequential phase
+    sleep_ms(150);
+    fork_prepare();
+    pid_t pid = _Fork(); // without glibc's handlers: the test plays them (test_fork_safety.cpp)
+    if (pid == 0) {
+        fork_child();
+        _exit(child_reads_slices_then_scatters(p, n));
+    }
+    fork_parent();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    INFO("10: inherited advice kept; 11: slices not given MADV_SEQUENTIAL; 12: no detector in the child; "
+         "13: scattered pages not given MADV_RANDOM");
+    CHECK(WEXITSTATUS(status) == 0);
     large_free(p);
     reaper_drain();
 }

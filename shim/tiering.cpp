@@ -79,6 +79,19 @@ PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s) 
     return v;
 }
 
+// The first candidates of `ranked` whose bytes together cover `need`.
+static std::vector<size_t> take_until_covered(const std::vector<TierCandidate> &c,
+                                              const std::vector<size_t> &ranked, uint64_t need) {
+    std::vector<size_t> plan;
+    uint64_t covered = 0;
+    for (size_t i : ranked) {
+        if (covered >= need) break;
+        plan.push_back(i);
+        covered += c[i].bytes;
+    }
+    return plan;
+}
+
 std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t need,
                                    const TierSettings &s) {
     std::vector<size_t> eligible;
@@ -91,14 +104,7 @@ std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t
         if (c[a].last_move_ns != c[b].last_move_ns) return c[a].last_move_ns < c[b].last_move_ns;
         return c[a].bytes > c[b].bytes; // fewer moves free the same bytes
     });
-    std::vector<size_t> plan;
-    uint64_t freed = 0;
-    for (size_t i : eligible) {
-        if (freed >= need) break;
-        plan.push_back(i);
-        freed += c[i].bytes;
-    }
-    return plan;
+    return take_until_covered(c, eligible, need);
 }
 
 std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_t skip, uint64_t need) {
@@ -111,14 +117,7 @@ std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_
         if (ba != bb) return ba < bb;
         return c[a].bytes > c[b].bytes;
     });
-    std::vector<size_t> plan;
-    uint64_t given = 0;
-    for (size_t i : eligible) {
-        if (given >= need) break;
-        plan.push_back(i);
-        given += c[i].bytes;
-    }
-    return plan;
+    return take_until_covered(c, eligible, need);
 }
 
 double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns) {

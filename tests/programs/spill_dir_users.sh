@@ -37,6 +37,12 @@ sys.stderr.write(r.stderr)
 sys.exit(r.returncode)
 PY
 chmod 0644 "$work/job.py" "$work/parent.py"
+# The shim (and the engine it loads from its own directory) from /dev/shm:
+# a build under /var/tmp would be hidden by the namespace's /var/tmp.
+cp "$(readlink -f "$lib")" "$work/libspillway.so.0"
+cp "$(dirname "$(readlink -f "$lib")")/libspillway_engine.so" "$work/"
+chmod 0755 "$work/libspillway.so.0" "$work/libspillway_engine.so"
+lib=$work/libspillway.so.0
 
 unshare --mount --propagation private bash -s "$lib" "$work" "$vartmp" <<'INNER'
 set -euo pipefail

@@ -35,7 +35,7 @@ WRITE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) MODE=quick; SIZE=1G; LIMIT=256M ;;
-    --build) BUILD=$2; shift ;;
+    --build) BUILD=$(readlink -f "$2"); shift ;;
     --shim) SHIM=$(readlink -f "$2"); shift ;;
     --ra) RAS=$2; shift ;;
     --size) SIZE=$2; shift ;;

@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
     --ra) RAS=$2; shift ;;
     --steps) STEPS=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
-    --build) BUILD=$2; shift ;;
+    --build) BUILD=$(readlink -f "$2"); shift ;;
     --shim) SHIM=$(readlink -f "$2"); shift ;;
     -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "torch_phases.sh: unknown option $1 (try --help)" >&2; exit 2 ;;

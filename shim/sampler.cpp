@@ -203,6 +203,7 @@ bool refresh_tracks(uint64_t now) {
 // (prefetch_worker.h), unless it had no room for one more.
 bool wants_worker(const Track &t) { return t.streaming && t.fed && !t.worker_refused; }
 
+// The device's read-ahead window for t's file, read from sysfs once per track.
 uint64_t readahead_pages(Track &t) {
     if (t.readahead_pages < 0) t.readahead_pages = (int64_t)(read_ahead_kb_of_fd(t.fd) * 1024 / kPage);
     return (uint64_t)t.readahead_pages;
@@ -379,8 +380,9 @@ void feed_stream(Track &t) {
 // read their page only) and by a stream that ran kLongStreamPages (after a
 // long pass the region goes back to MADV_RANDOM, as it always did).
 void update_clustered(Track &t, const TickEvidence &e, Verdict v, bool continuing) {
-    if (v == Verdict::random && !clustered_islands(e, readahead_pages(t))) t.clustered = false;
-    else if (!continuing && e.new_islands >= 2 && clustered_islands(e, readahead_pages(t))) t.clustered = true;
+    bool big = clustered_islands(e, readahead_pages(t));
+    if (v == Verdict::random && !big) t.clustered = false;
+    else if (!continuing && e.new_islands >= 2 && big) t.clustered = true;
     if (t.streaming && t.front >= t.stream_from + kLongStreamPages) t.clustered = false;
 }
 
@@ -493,7 +495,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         // one, which the kernel's window serves (update_clustered); the
         // worker's lead of 64 MiB would read mostly what it never wants.
         t.fed = t.front + kFedMarginPages < filled_before && t.front >= t.stream_from + kLongStreamPages;
-        if (t.fed) t.kernel_feeds = !t.advice_pinned && read_ahead_kb_of_fd(t.fd) >= kKernelStreamMinKb;
+        if (t.fed) t.kernel_feeds = !t.advice_pinned && readahead_pages(t) * kPage / 1024 >= kKernelStreamMinKb;
     }
     publish(t, v, changed, now, fault_rate); // applied with the others at the end of the tick
     t.feed_due = t.streaming && t.fed;

@@ -4,7 +4,7 @@
 #
 #   tests/bench/writeback.sh [--quick] [--size 4G] [--limit 1G] [--rounds 2]
 #                            [--build DIR] [--shim LIB] [--shim-b LIB]
-#                            [--spill-dir DIR]
+#                            [--spill-dir DIR] [--ra "128 8192"]
 # wbjob writes SIZE bytes front to back, timing every page's first write,
 # and samples the cgroup's dirty and writeback bytes every 100 ms. Variants,
 # alternating order every round:
@@ -14,7 +14,10 @@
 #   shimB-limited      with --shim-b LIB: a second shim library (before/after)
 # The spill filesystem is a loop-mounted ext4 image under /var/tmp (direct
 # I/O), unless --spill-dir names a directory on a disk. Prints one markdown
-# table. --quick: 1 GiB in 256 MiB. Writes nothing into the repository.
+# table per read_ahead_kb of the loop device (--ra: a list; a new loop device
+# inherits its backing disk's setting, 8192 here, so both are set
+# explicitly; with --spill-dir the disk's own setting is used, never
+# changed). --quick: 1 GiB in 256 MiB. Writes nothing into the repository.
 # cgroup v2's memory.high cannot be set on a v1 machine: this measures
 # memory.max (v2) or memory.limit_in_bytes (v1) only.
 set -euo pipefail
@@ -23,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build}
 SHIM=""; SHIM_B=""; SPILL=""
-SIZE=4G; LIMIT=1G; ROUNDS=2
+SIZE=4G; LIMIT=1G; ROUNDS=2; RAS="128 8192"
 while [ $# -gt 0 ]; do
     case $1 in
     --quick) SIZE=1G; LIMIT=256M ;;
@@ -34,7 +37,8 @@ while [ $# -gt 0 ]; do
     --shim) SHIM=$(readlink -f "$2"); shift ;;
     --shim-b) SHIM_B=$(readlink -f "$2"); shift ;;
     --spill-dir) SPILL=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --ra) RAS=$2; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "writeback.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -52,8 +56,12 @@ trap 'exit 130' INT TERM
 if [ -z "$SPILL" ]; then
     lib_loopfs $((2 * SIZE_B + (256 << 20)))
     SPILL=$LIB_MNT/spill
+else
+    RAS=host # a real disk's setting is the host's
 fi
 mkdir -p "$SPILL"
+for ra in $RAS; do
+[ "$ra" = host ] || lib_set_ra "$ra"
 VARIANTS=(shim-limited shim-unlimited baseline-limited)
 [ -n "$SHIM_B" ] && VARIANTS+=(shimB-limited)
 REC=$OUT/records
@@ -63,14 +71,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for ((i = 0; i < n; i++)); do
         v=${VARIANTS[$(((i + round - 1) % n))]}
         lim=0; [[ $v == *-limited ]] && lim=$LIMIT_B
-        cg=$(lib_cgroup "wb-r$round-$v" "$lim")
-        cmd=("$WBJOB" "$SIZE_B" --cgroup "$cg" --series "$OUT/series-$v-r$round.csv")
+        cg=$(lib_cgroup "wb-ra$ra-r$round-$v" "$lim")
+        cmd=("$WBJOB" "$SIZE_B" --cgroup "$cg" --series "$OUT/series-ra$ra-$v-r$round.csv")
         case $v in
         shim-*) cmd=(env LD_PRELOAD="$SHIM" SPILLWAY_DIR="$SPILL" "${cmd[@]}") ;;
         shimB-*) cmd=(env LD_PRELOAD="$SHIM_B" SPILLWAY_DIR="$SPILL" "${cmd[@]}") ;;
         baseline-*) cmd+=(--baseline --dir "$SPILL") ;;
         esac
-        lib_log "round $round/$ROUNDS: $v ($SIZE, limit $([ $lim = 0 ] && echo none || echo "$LIMIT"))"
+        lib_log "read_ahead_kb $ra, round $round/$ROUNDS: $v ($SIZE, limit $([ $lim = 0 ] && echo none || echo "$LIMIT"))"
         sync -f "$SPILL" # no earlier run's dirty pages
         status=0
         line=$(lib_in_cgroup "$cg" "${cmd[@]}") || status=$?
@@ -82,7 +90,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 echo
-echo "wbjob: $SIZE written once, front to back, page by page; $ROUNDS round(s), alternating order, medians."
+echo "wbjob: $SIZE written once, front to back, page by page; $ROUNDS round(s), alternating order, medians; read_ahead_kb $ra."
 echo "Spill filesystem: $SPILL ($(df --output=source "$SPILL" | tail -1)); cgroup $(lib_cgroup_fs); kernel $(uname -r)."
 echo "dirty_background_bytes/ratio: $(cat /proc/sys/vm/dirty_background_bytes)/$(cat /proc/sys/vm/dirty_background_ratio), dirty_bytes/ratio: $(cat /proc/sys/vm/dirty_bytes)/$(cat /proc/sys/vm/dirty_ratio)."
 echo
@@ -108,6 +116,7 @@ END {
             med(val[v, "writeback_mean_MiB"]), ooms[v]
     }
 }' "$REC"
+done
 echo
 echo "blocked = time the writing thread slept (wall - on CPU - waiting for a CPU): reclaim, writeback and dirty"
 echo "throttling waits. Pages > 10 ms also count preemption on a loaded machine."

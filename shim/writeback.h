@@ -13,7 +13,10 @@
 //
 // Method: a background thread polls the binding cgroup's dirty bytes (v1
 // memory.stat total_dirty, v2 file_dirty) every kPeriodMs; when they exceed
-// writeback_trigger_bytes(limit), it asks the kernel to start writing every
+// writeback_trigger_bytes(limit) and reclaim is near (writeback_due), it
+// drops the page-table entries of the live disk regions (MADV_DONTNEED on
+// their shared mappings: the bytes stay in the page cache; see
+// unmap_before_writing for why) and asks the kernel to start writing every
 // disk-backed spill file range (sync_file_range SYNC_FILE_RANGE_WRITE: only
 // dirty-tagged pages are visited, so clean ranges cost a tree walk, not I/O,
 // and the call does not wait for the writes to finish).
@@ -37,6 +40,7 @@ namespace spillway {
 struct DirtyFigures {
     bool limited = false;
     uint64_t limit = 0;     // bytes (memory.max / memory.limit_in_bytes)
+    uint64_t usage = 0;     // bytes charged to it, page cache included
     uint64_t dirty = 0;     // dirty file pages charged to that cgroup
     uint64_t writeback = 0; // file pages under writeback
 };
@@ -47,7 +51,12 @@ DirtyFigures read_dirty_figures();
 // Dirty bytes above which a pass is due: 1/16 of the limit, at least 16 MiB.
 uint64_t writeback_trigger_bytes(uint64_t limit);
 
-// Pure rule (unit-tested): limited, and dirty bytes above the trigger.
+// Pure rule (unit-tested): limited, dirty bytes above the trigger, and
+// reclaim near: the room left under the limit is less than twice the dirty
+// bytes (the dirty bytes alone could fill it). Far from the limit nothing needs
+// clean pages yet, and a pass would write back (and unmap) a temporary the
+// job is still rewriting: a 128 MiB allocate-fill-free loop in a 1 GiB
+// cgroup took 147 ms a cycle in one round and 4 ms in the next.
 bool writeback_due(const DirtyFigures &f);
 
 // One pass over every disk-backed spill file range of this process: starts

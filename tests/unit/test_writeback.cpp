@@ -1,18 +1,25 @@
 // test_writeback.cpp — paced writeback: the trigger rule, and a pass that
-// really cleans the dirty pages of a disk region (seen in /proc/self/smaps).
+// really cleans the dirty pages of a disk region (the file's page cache, seen
+// by cachestat(2)), unmapping them first, and never touches the mapping of
+// an anonymous or memory region.
 #include "shim_fixture.h"
 
 #include "arena.h"
+#include "policy.h"
 #include "region.h"
 #include "reaper.h"
 #include "spillway.h"
 #include "writeback.h"
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -36,20 +43,54 @@ long dirty_kb(const void *p) {
     }
     return kb;
 }
+
+// Pages of [p, p+len) mapped in this process (/proc/self/pagemap bit 63).
+size_t mapped_pages(const void *p, size_t len) {
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    size_t n = 0;
+    for (size_t off = 0; off < len; off += 4096) {
+        uint64_t e = 0;
+        REQUIRE(pread(fd, &e, 8, (off_t)(((uintptr_t)p + off) / 4096 * 8)) == 8);
+        n += e >> 63;
+    }
+    close(fd);
+    return n;
+}
+
+// Dirty pages of the region's range of its file, in the page cache
+// (cachestat(2), Linux 6.5: syscall 451 on every architecture).
+uint64_t file_dirty_pages(const Region *r) {
+    struct { uint64_t off, len; } range = {r->file_off, r->map_len};
+    struct { uint64_t cache, dirty, writeback, evicted, recently_evicted; } cs = {};
+    long rc = syscall(451, r->file->fd, &range, &cs, 0);
+    INFO("cachestat(2) failed (errno " << errno << "): this test needs Linux 6.5 or later");
+    REQUIRE(rc == 0);
+    return cs.dirty;
+}
 } // namespace
 
-TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 MiB)") {
+TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 MiB), with reclaim near") {
     DirtyFigures f;
     f.dirty = 10ull << 30;
     CHECK_FALSE(writeback_due(f)); // no limit: the kernel's flushers suffice
     f.limited = true;
     f.limit = 1ull << 30;
+    f.usage = f.limit; // at the limit: reclaim is running
     f.dirty = 64ull << 20;
     CHECK_FALSE(writeback_due(f));
     f.dirty = (64ull << 20) + 4096;
     CHECK(writeback_due(f));
     CHECK(writeback_trigger_bytes(1ull << 30) == 64ull << 20);
     CHECK(writeback_trigger_bytes(64ull << 20) == 16ull << 20);
+    // Far from the limit: a temporary being rewritten is left alone.
+    f.dirty = 128ull << 20;
+    f.usage = 400ull << 20; // 624 MiB of room: more than twice the dirty bytes and 1/8 of the limit
+    CHECK_FALSE(writeback_due(f));
+    f.usage = (1ull << 30) - (255ull << 20); // room below twice the dirty bytes
+    CHECK(writeback_due(f));
+    f.usage = 2ull << 30; // charged above the limit (v1 can): no room at all
+    CHECK(writeback_due(f));
     f.limit = 64ull << 20;
     f.dirty = 8ull << 20;
     CHECK_FALSE(writeback_due(f));
@@ -76,12 +117,48 @@ TEST_CASE("a pass writes back the dirty pages of disk regions, pool and dedicate
     }
     INFO("attempts until both regions were seen dirty: " << tries);
     REQUIRE(seen_dirty);
+    CHECK(file_dirty_pages(arena::region_at(b)) > 0);
     CHECK(writeback_pass(true) >= 2);
     CHECK(dirty_kb(a) == 0);
     CHECK(dirty_kb(b) == 0);
+    CHECK(file_dirty_pages(arena::region_at(a)) == 0); // written to the file, not only unmapped
+    CHECK(file_dirty_pages(arena::region_at(b)) == 0);
     CHECK(a[small - 1] == 1 + (tries - 1) % 100); // the bytes are untouched
     CHECK(b[(32 << 20) - 1] == 2 + (tries - 1) % 100);
     large_free(a);
     large_free(b);
+    reaper_drain();
+}
+
+TEST_CASE("a pass unmaps disk regions before writing them, and leaves anonymous and memory regions mapped") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t len = 16 << 20;
+    unsigned char *disk = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    unsigned char *memory = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_MEMORY, &use_small);
+    unsigned char *anon = (unsigned char *)large_alloc(len, 0, kFlagAlignmentOnly, &use_small);
+    REQUIRE(disk);
+    REQUIRE(memory);
+    REQUIRE(anon);
+    REQUIRE(arena::region_at(disk)->backing == Backing::disk);
+    REQUIRE(arena::region_at(memory)->backing == Backing::memory);
+    REQUIRE(arena::region_at(anon)->backing == Backing::anon);
+    for (size_t i = 0; i < len; i += 4096) disk[i] = memory[i] = anon[i] = (unsigned char)(i >> 12 | 1);
+    REQUIRE(mapped_pages(disk, len) == len / 4096);
+    CHECK(writeback_pass(true) >= 1);
+    // Unmapped, so writeback had no page to write-protect (writeback.cpp),
+    // and written: the file holds no dirty page of the region.
+    CHECK(mapped_pages(disk, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(disk)) == 0);
+    // MADV_DONTNEED would have emptied these two: they keep every page.
+    CHECK(mapped_pages(memory, len) == len / 4096);
+    CHECK(mapped_pages(anon, len) == len / 4096);
+    bool intact = true;
+    for (size_t i = 0; i < len; i += 4096)
+        intact &= disk[i] == (unsigned char)(i >> 12 | 1) && memory[i] == disk[i] && anon[i] == disk[i];
+    CHECK(intact); // the disk region's bytes came back from its page cache
+    large_free(disk);
+    large_free(memory);
+    large_free(anon);
     reaper_drain();
 }

@@ -14,6 +14,9 @@
 //   alloc-random SIZE      spillway_alloc(SIZE, SPILLWAY_RANDOM_ACCESS)
 //   inactive               call every function (the test made the shim inactive)
 //   inactive-queries       the queries the Python reference API uses, inactive too
+//   write-churn ROUNDS     8 threads write whole disk regions, realloc and free
+//                          them, checking every page; prints "intact=0|1
+//                          regions=N writeback_thread=0|1"
 #include "spillway.h"
 #include "memcg.h"
 #include "support.h"
@@ -22,7 +25,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <atomic>
+#include <dirent.h>
+#include <random>
 #include <string>
+#include <thread>
+#include <vector>
 #include <unistd.h>
 
 using namespace control_test;
@@ -154,6 +162,75 @@ int inactive_queries() {
     return 0;
 }
 
+// Every page of [p, p+n) holds tag.
+bool all_pages(const unsigned char *p, size_t n, unsigned char tag) {
+    for (size_t i = 0; i < n; i += 4096)
+        if (p[i] != tag) return false;
+    return p[n - 1] == tag;
+}
+
+// Whole regions written, realloc'd and freed by 8 threads in a small
+// cgroup: the writeback pacer unmaps and writes these regions meanwhile.
+int write_churn(int rounds) {
+    std::atomic<bool> intact{true};
+    std::atomic<long> checked{0};
+    auto worker = [&](unsigned seed) {
+        std::mt19937_64 rng(seed);
+        struct Slot {
+            unsigned char *p = nullptr;
+            size_t n = 0;
+            unsigned char tag = 0;
+        };
+        std::vector<Slot> slots(12);
+        for (int round = 0; round < rounds && intact; round++) {
+            Slot &s = slots[rng() % slots.size()];
+            if (s.p) {
+                intact = intact && all_pages(s.p, s.n, s.tag);
+                checked++;
+                if (rng() % 3) {
+                    free(s.p);
+                    s.p = nullptr;
+                    continue;
+                }
+                size_t n = MiB + rng() % (12 * MiB);
+                unsigned char *q = (unsigned char *)realloc(s.p, n);
+                if (!q) { intact = false; break; }
+                intact = intact && all_pages(q, n < s.n ? n : s.n, s.tag);
+                s.p = q;
+                s.n = n;
+            } else {
+                s.n = MiB + rng() % (12 * MiB);
+                s.p = (unsigned char *)malloc(s.n);
+                if (!s.p) { intact = false; break; }
+            }
+            s.tag = (unsigned char)(1 + rng() % 250);
+            memset(s.p, s.tag, s.n);
+        }
+        for (Slot &s : slots) {
+            if (s.p) intact = intact && all_pages(s.p, s.n, s.tag);
+            free(s.p);
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < 8; t++) threads.emplace_back(worker, 11 + t);
+    // The pacer's thread exists only where a memory limit binds (writeback.h).
+    bool writeback_thread = false;
+    for (auto &t : threads) t.join();
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (struct dirent *e = readdir(d)) {
+            std::string comm = "/proc/self/task/" + std::string(e->d_name) + "/comm";
+            if (FILE *f = fopen(comm.c_str(), "r")) {
+                char name[32] = "";
+                if (fgets(name, sizeof name, f) && strncmp(name, "spillway-wb", 11) == 0) writeback_thread = true;
+                fclose(f);
+            }
+        }
+        closedir(d);
+    }
+    printf("intact=%d regions=%ld writeback_thread=%d\n", intact ? 1 : 0, checked.load(), writeback_thread ? 1 : 0);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -171,5 +248,6 @@ int main(int argc, char **argv) {
     if (cmd == "alloc-random" && argc == 3) return alloc_random(strtoull(argv[2], nullptr, 10));
     if (cmd == "inactive") return inactive();
     if (cmd == "inactive-queries") return inactive_queries();
+    if (cmd == "write-churn" && argc == 3) return write_churn(atoi(argv[2]));
     return usage();
 }

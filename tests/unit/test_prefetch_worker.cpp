@@ -137,9 +137,14 @@ TEST_CASE("the worker reads ahead of the front at the region's file offset, and 
     for (size_t p = 0; p < 1536; p++) sink = sink + ((char *)s.map)[p * kPage];
     REQUIRE(resident(s.map, 0, 1536) == 1536);
     REQUIRE(prefetch_update(s.target(1536, 2048, 1536)));
+    // MADV_PAGEOUT drains only its own CPU's batch of pages waiting to join
+    // the LRU; a page still in another CPU's batch (up to 31 per CPU) cannot
+    // be isolated and stays. Seen in the clean-clone CI run of e247231: 1
+    // page of 1024 left after 5 s. Without any page-out all 1024 would stay.
+    constexpr size_t kOtherCpuBatch = 31;
     size_t left = 1024;
     for (int i = 0; i < 500 && left > 0; i++, sleep_ms(10)) left = resident(s.map, 512, 1024);
-    CHECK(left == 0);
+    CHECK(left <= kOtherCpuBatch);
     CHECK(resident(s.map, 0, 512) == 512); // before the hand-over: not ours to judge
     CHECK(prefetch_dropped_bytes() >= 1024 * kPage);
 

@@ -68,13 +68,15 @@ struct MappedRange {
     size_t len;
 };
 
-// Copies the disk-backed file ranges of live regions, one range per file
-// (a pool file's regions merged: freed ranges are holes, clean ranges cost
-// nothing to walk). Holds the large lock only for the copy.
+// A region a pass may unmap and write: live, disk-backed, mapped shared, ours.
 bool writable_shared_disk(const Region *r) {
     return r->backing == Backing::disk && r->file && !r->file->foreign && !r->is_private && !r->freed.load();
 }
 
+// Copies the disk-backed file ranges of live regions, one range per file
+// (a pool file's regions merged: freed ranges are holes, clean ranges cost
+// nothing to walk), and the address ranges of up to kMaxUnmapped of those
+// regions (for unmap_before_writing). Holds the large lock only for the copy.
 unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped) {
     const SpillFile *files[kMaxFiles];
     unsigned n = 0;

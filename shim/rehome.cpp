@@ -3,6 +3,7 @@
 #include "clock.h"
 
 #include "backing.h"
+#include "direct_write.h"
 #include "fd_policy.h"
 #include "fork_safety.h"
 #include "log.h"
@@ -23,6 +24,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <mutex>
+#include <optional>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -294,7 +296,9 @@ int copy_disk_chunk(const Source &s, DiskReader &rd, int dest_fd, size_t off, si
 // Copies [off, off+n) of the region from its old home into dest at off.
 // dest_map is dest's [off, off+n) mapped at a private address when dest is a
 // memfd (a disk source is read straight into it: one copy, no bounce).
-int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n) {
+// direct: a demotion's writer past the page cache (direct_write.h), or null.
+int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n,
+               DirectWriter *direct = nullptr) {
     return for_each_data(s, off, n, [&](size_t at, size_t len) -> int {
         if (s.backing == Backing::disk) {
             if (dest_map) return read_all(s.fd, dest_map + (at - off), len, (off_t)(s.file_off + at));
@@ -305,6 +309,7 @@ int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t of
             memcpy(dest_map + (at - off), from, len);
             return 0;
         }
+        if (direct) return direct->write(from, len, (off_t)at);
         return write_all(dest->fd, from, len, (off_t)at);
     });
 }
@@ -353,6 +358,12 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     const bool to_memory = dest->kind == Backing::memory;
     DiskReader reader;
     bool reader_fits = to_memory && src.backing == Backing::disk;
+    // A demotion writes past the page cache (direct_write.h): one copy per
+    // chunk, in the read-only window, at the disk's speed; no first copy
+    // (it would only write every chunk twice).
+    std::optional<DirectWriter> writer;
+    if (write_back && !to_memory && src.backing != Backing::disk) writer.emplace(dest->fd);
+    DirectWriter *direct = writer && writer->direct() ? &*writer : nullptr;
     if (reader_fits) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
@@ -399,7 +410,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         // A first copy while writers still run: it reads what is not in
         // page cache and allocates the new home's pages, so the read-only
         // window below is one memory-speed copy, not disk reads or reclaim.
-        if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        if (!by_reader && !direct && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
         if (out) out->precopy_ns += c0 - p0;
         set_chunk(a, a + n);
@@ -409,7 +420,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             rc = map_dest();
             if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         } else if (rc == 0 && !by_reader) {
-            rc = copy_chunk(src, dest, dest_map, done, n);
+            rc = copy_chunk(src, dest, dest_map, done, n, direct);
         }
         if (dest_map) munmap(dest_map, n);
         if (rc == 0) {

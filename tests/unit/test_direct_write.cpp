@@ -1,6 +1,7 @@
 // test_direct_write.cpp — a demotion's writer: aligned ranges go to the
 // disk past the page cache, anything else through it, every byte lands.
 #include "direct_write.h"
+#include "test_tmp.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -16,7 +17,7 @@ namespace {
 // An unnamed file on the spill disk (O_TMPFILE, as spill files are made),
 // reserved like one.
 int spill_like_file(size_t len) {
-    int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = open(test::tmp_base().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     REQUIRE(fd >= 0);
     REQUIRE(fallocate(fd, 0, 0, (off_t)len) == 0);
     return fd;

@@ -5,6 +5,7 @@
 // pages out the part behind the reader, refuses a stream when its slots are
 // full (closing the descriptor it was given), and closes a stream's
 // descriptor when the stream ends.
+#include "test_tmp.h"
 #include "prefetch_worker.h"
 
 #include <catch2/catch.hpp>
@@ -81,10 +82,10 @@ struct SpillLike {
     void *map = nullptr;
     size_t offset, len;
     SpillLike(size_t file_bytes, size_t offset_, size_t len_) : offset(offset_), len(len_) {
-        char path[] = "/var/tmp/spillway-unit-prefetch.XXXXXX";
-        fd = mkstemp(path);
+        std::string path = test::tmp_template("spillway-unit-prefetch");
+        fd = mkstemp(path.data());
         REQUIRE(fd >= 0);
-        unlink(path);
+        unlink(path.c_str());
         std::vector<char> block(1 << 20, 'x');
         for (size_t off = 0; off < file_bytes; off += block.size())
             REQUIRE(pwrite(fd, block.data(), block.size(), (off_t)off) == (ssize_t)block.size());

@@ -46,7 +46,7 @@ std::string default_spill_dir();
 constexpr uint64_t kDefaultThreshold = 64ull << 20;
 
 // [tiering]: moving live regions between disk and memory in place
-// (shim/tiering.h says when and why).
+// (shim/engine/tiering/tiering.h says when and why).
 struct TierSettings {
     bool enabled = true;
     uint64_t min_size = 64ull << 20;      // smaller regions never move

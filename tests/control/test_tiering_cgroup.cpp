@@ -1,5 +1,5 @@
 // test_tiering_cgroup.cpp — adaptive tiering in a real memory cgroup
-// (shim/tiering.h): a first-run scatter buffer on disk is promoted into
+// (shim/engine/tiering/tiering.h): a first-run scatter buffer on disk is promoted into
 // memory in place; a memory region is demoted to disk when the job's other
 // memory grows past the limit, so the job survives where, with tiering off,
 // it is OOM-killed; two processes of one cgroup wanting more than its

@@ -3,11 +3,11 @@
 // private spill directory on disk and a 1 MiB threshold.
 #pragma once
 
-#include "arena.h"
-#include "backing.h"
-#include "callsite.h"
+#include "registry/arena.h"
+#include "backing/backing.h"
+#include "sites/callsite.h"
 #include "config.h"
-#include "large.h"
+#include "large/large.h"
 #include "profile.h"
 
 #include <cstdlib>

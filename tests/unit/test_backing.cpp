@@ -3,8 +3,8 @@
 // back to holes; growth extends in place; foreign files are never touched.
 #include "shim_fixture.h"
 
-#include "backing.h"
-#include "region.h"
+#include "backing/backing.h"
+#include "registry/region.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -4,11 +4,11 @@
 // interrupted the shim untrusted (its large path off, inherited regions
 // left alone) while a normal child keeps a working large path.
 #include "fork_safety.h"
-#include "large.h"
-#include "region.h"
-#include "rehome.h"
-#include "arena.h"
-#include "backing.h"
+#include "large/large.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
+#include "registry/arena.h"
+#include "backing/backing.h"
 #include "shim_fixture.h"
 
 #include <atomic>

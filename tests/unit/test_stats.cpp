@@ -1,7 +1,7 @@
 // test_stats.cpp — the per-process JSON line: fields present, one line,
 // appended (so a process tree can share a file), "%p" expands to the pid,
 // the rank named when RANK / LOCAL_RANK are set.
-#include "stats.h"
+#include "stats/stats.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -3,8 +3,8 @@
 // when it does not fit, rewritten in a memfd of this process's own (a fork
 // child's own too), never into a descriptor the program took back.
 #include "shim_fixture.h"
-#include "reaper.h"
-#include "stats_live.h"
+#include "backing/reaper.h"
+#include "stats/stats_live.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -1,7 +1,7 @@
-// test_tiering.cpp — the tiering rules (shim/tiering.h): what is promoted,
+// test_tiering.cpp — the tiering rules (shim/engine/tiering/tiering.h): what is promoted,
 // in which order, within which room and rate; when pressure demotes and
 // what goes first; cooldowns against thrash.
-#include "tiering.h"
+#include "tiering/tiering.h"
 
 #include <catch2/catch.hpp>
 

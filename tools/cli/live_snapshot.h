@@ -1,5 +1,5 @@
 // live_snapshot.h — reads the shim's live snapshot of a running process
-// (shim/stats_live.h: a memfd named "spillway-live" that the process keeps
+// (shim/engine/stats/stats_live.h: a memfd named "spillway-live" that the process keeps
 // open): each region's range, backing, phase, advice and fault rate.
 //
 // Where: the descriptor of /proc/PID/fd whose link reads

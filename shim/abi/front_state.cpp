@@ -1,16 +1,13 @@
-// front_state.cpp — the variables the small path reads on every call: the
-// threshold and the arena's bounds. They live in libspillway.so (the front,
-// loaded at start-up) and libspillway_engine.so refers to them by name, so
-// both halves see one copy (engine_api.h says why there are two halves).
+// front_state.cpp — the definitions of front_state.h. They live in
+// libspillway.so (the front, loaded at start-up) and libspillway_engine.so
+// refers to them by name, so both halves see one copy (engine_api.h says
+// why there are two halves).
 //
 // Invariant: before the engine has started, g_large_threshold is SIZE_MAX
-// or the default threshold (engine_start.cpp) and the arena is empty, so
-// arena::owns() is false for every pointer and free() never reaches the
+// or the default threshold (front/engine_start.cpp) and the arena is empty,
+// so arena::owns() is false for every pointer and free() never reaches the
 // engine.
-#include "registry/arena.h"
-#include "large/large.h"
-
-#include <cstdint>
+#include "front_state.h"
 
 namespace spillway {
 

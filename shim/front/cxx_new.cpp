@@ -16,8 +16,9 @@
 //    nullptr where the throwing form would throw.
 //  * Every delete form takes free's path (one comparison picks the owner);
 //    the size and alignment a caller passes are not needed to free.
-#include "registry/arena.h"
-#include "large/large.h"
+#include "engine_calls.h"
+#include "front_state.h"
+#include "small_alloc.h"
 #include "surface.h"
 
 #include <cerrno>
@@ -37,7 +38,7 @@ namespace {
 
 inline void *try_new(size_t size) {
     if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(aligned_request(size));
-    return large_allocate(size, 0, false);
+    return engine_allocate(size, 0, false);
 }
 
 inline void *try_new_aligned(size_t size, std::align_val_t align) {
@@ -46,7 +47,7 @@ inline void *try_new_aligned(size_t size, std::align_val_t align) {
 
 inline void release(void *p) noexcept {
     if (SPW_LIKELY(!arena::owns(p))) mi_free(p);
-    else large_free(p);
+    else engine_free(p);
 }
 
 // libstdc++ owns the new_handler and std::bad_alloc. It is loaded in every

@@ -1,18 +1,8 @@
-// engine_calls.cpp — the front's side of every call into the engine: the
-// large path and the /dev/shm calls preload.cpp and cxx_new.cpp make, and
-// the exported spillway_* control API (engine_api.h, engine_start.h).
-//
-// Invariants:
-//  * A call that needs the engine starts it (engine_start.h says when that
-//    is); a call that can only concern what the engine already made (free,
-//    realloc and size of an arena pointer, resizing a tracked descriptor)
-//    never starts it.
-//  * Until the engine has started, open/openat/unlink of anything that is
-//    not a /dev/shm file is the bare system call, as the engine's own code
-//    does while shared-memory redirection is off.
+// engine_calls.cpp — see engine_calls.h; and the exported spillway_*
+// control API, each the engine's answer (engine_api.h) or, when no engine
+// could be loaded, a shim's that is not routing.
+#include "engine_calls.h"
 #include "engine_start.h"
-#include "large/large.h"
-#include "shm/shm.h"
 #include "small_alloc.h"
 
 #include <cerrno>
@@ -45,29 +35,29 @@ bool may_be_shm(int dirfd, const char *path) {
 } // namespace
 
 // Without a routing engine mimalloc serves everything.
-void *large_allocate(size_t size, size_t align, bool zero) {
+void *engine_allocate(size_t size, size_t align, bool zero) {
     if (const EngineApi *e = engine_routing()) return e->large_allocate(size, align, zero);
     return small_alloc(size, align, zero);
 }
 
 // Only arena pointers get here, and only a routing engine makes them (a fork
 // child left without one keeps its inherited regions mapped).
-void large_free(void *p) {
+void engine_free(void *p) {
     if (const EngineApi *e = engine_if_routing()) e->large_free(p);
 }
 
-void *large_realloc(void *p, size_t size) {
+void *engine_realloc(void *p, size_t size) {
     if (const EngineApi *e = engine_if_routing()) return e->large_realloc(p, size);
     errno = ENOMEM;
     return nullptr;
 }
 
-size_t large_usable_size(const void *p) {
+size_t engine_usable_size(const void *p) {
     const EngineApi *e = engine_if_routing();
     return e ? e->large_usable_size(p) : 0;
 }
 
-int shm_open_path(const char *path, int flags, mode_t mode, int dirfd) {
+int engine_shm_open(const char *path, int flags, mode_t mode, int dirfd) {
     const EngineApi *e = engine_if_routing();
     if (!e && may_be_shm(dirfd, path)) e = engine_routing();
     if (e) return e->shm_open_path(path, flags, mode, dirfd);
@@ -75,13 +65,13 @@ int shm_open_path(const char *path, int flags, mode_t mode, int dirfd) {
 }
 
 // A descriptor the engine tracks was opened after it started (above).
-int shm_resize(int fd, off_t size, bool truncate_call, int mode, off_t offset) {
+int engine_shm_resize(int fd, off_t size, bool truncate_call, int mode, off_t offset) {
     if (const EngineApi *e = engine_if_routing()) return e->shm_resize(fd, size, truncate_call, mode, offset);
     return truncate_call ? (int)syscall(SYS_ftruncate, fd, size)
                          : (int)syscall(SYS_fallocate, fd, mode, offset, size);
 }
 
-int shm_unlink_path(const char *path, int dirfd, int flags) {
+int engine_shm_unlink(const char *path, int dirfd, int flags) {
     const EngineApi *e = engine_if_routing();
     if (!e && !(flags & AT_REMOVEDIR) && may_be_shm(dirfd, path)) e = engine_routing();
     if (e) return e->shm_unlink_path(path, dirfd, flags);

@@ -7,11 +7,11 @@
 #include "engine_start.h"
 #include "clock.h"
 
-#include "config.h"
 #include "fd_policy.h"
-#include "large/large.h"
+#include "front_state.h"
 #include "log.h"
 #include "settings_check.h"
+#include "threshold.h"
 
 #include <atomic>
 #include <climits>

@@ -5,16 +5,16 @@
 //
 // Every entry point starts with the size check: below the threshold it is
 // a direct call into mimalloc and nothing else (no lock, no TLS, no call-site
-// work). Ownership of a pointer is one comparison (arena::owns). Large
-// requests go to large.cpp. Before start-up has finished the threshold is
-// SIZE_MAX, so everything is small and nothing can recurse.
+// work). Ownership of a pointer is one comparison (arena::owns,
+// front_state.h). Large requests go to the engine (engine_calls.h). Before
+// start-up has finished the threshold is SIZE_MAX (or the default, while
+// the engine waits for its first use), so nothing can recurse.
 // Without this, glibc's headers rename ftruncate to ftruncate64 (and so on)
 // and both could not be defined here; on 64-bit Linux they are the same call.
 #undef _FILE_OFFSET_BITS
 
-#include "registry/arena.h"
-#include "large/large.h"
-#include "shm/shm.h"
+#include "engine_calls.h"
+#include "front_state.h"
 #include "small_alloc.h"
 #include "surface.h"
 
@@ -38,7 +38,7 @@ void *alloc_aligned(size_t align, size_t size) {
     if (align < kMinAlign) align = kMinAlign; // as glibc: never less than malloc's
     if (SPW_LIKELY(size < g_large_threshold && align <= kSmallAlignMax))
         return mi_malloc_aligned(aligned_request(size), align); // mimalloc's fast path
-    return large_allocate(size, align, false);
+    return engine_allocate(size, align, false);
 }
 
 } // namespace spillway
@@ -60,13 +60,13 @@ size_t page_size() {
 
 SPW_EXPORT void *malloc(size_t size) {
     if (SPW_LIKELY(size < g_large_threshold)) return mi_malloc(aligned_request(size));
-    return large_allocate(size, 0, false);
+    return engine_allocate(size, 0, false);
 }
 
 SPW_EXPORT void free(void *p) {
     int saved = errno; // glibc promises free() keeps errno; so do we
     if (SPW_LIKELY(!arena::owns(p))) mi_free(p);
-    else large_free(p);
+    else engine_free(p);
     errno = saved;
 }
 
@@ -79,7 +79,7 @@ SPW_EXPORT void *calloc(size_t count, size_t size) {
         return nullptr;
     }
     if (SPW_LIKELY(total < g_large_threshold)) return mi_zalloc(aligned_request(total));
-    return large_allocate(total, 0, true);
+    return engine_allocate(total, 0, true);
 }
 
 SPW_EXPORT void *realloc(void *p, size_t size) {
@@ -88,9 +88,9 @@ SPW_EXPORT void *realloc(void *p, size_t size) {
         free(p);
         return nullptr;
     }
-    if (arena::owns(p)) return large_realloc(p, size);
+    if (arena::owns(p)) return engine_realloc(p, size);
     if (SPW_LIKELY(size < g_large_threshold)) return mi_realloc(p, aligned_request(size));
-    void *q = large_allocate(size, 0, false);
+    void *q = engine_allocate(size, 0, false);
     if (!q) return nullptr; // p is left untouched, as realloc requires
     size_t old = mi_usable_size(p);
     memcpy(q, p, old < size ? old : size);
@@ -156,7 +156,7 @@ SPW_EXPORT void *pvalloc(size_t size) {
 
 SPW_EXPORT size_t malloc_usable_size(void *p) {
     if (!p) return 0;
-    if (arena::owns(p)) return large_usable_size(p);
+    if (arena::owns(p)) return engine_usable_size(p);
     return mi_usable_size(p);
 }
 
@@ -210,7 +210,7 @@ SPW_EXPORT void *_aligned_malloc(size_t size, size_t align) { // Windows argumen
     return alloc_aligned(align, size);
 }
 
-// --- Shared-memory segments (shm.h): creating and sizing /dev/shm files ---
+// --- Shared-memory segments (engine/shm/shm.h): creating and sizing /dev/shm files ---
 // Pass-through raw system calls unless the path is under /dev/shm or the
 // descriptor is a /dev/shm file being given a large size.
 
@@ -223,7 +223,7 @@ SPW_EXPORT int open(const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    return shm_open_path(path, flags, mode, AT_FDCWD);
+    return engine_shm_open(path, flags, mode, AT_FDCWD);
 }
 
 SPW_EXPORT int open64(const char *path, int flags, ...) {
@@ -231,7 +231,7 @@ SPW_EXPORT int open64(const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    return shm_open_path(path, flags | O_LARGEFILE, mode, AT_FDCWD);
+    return engine_shm_open(path, flags | O_LARGEFILE, mode, AT_FDCWD);
 }
 
 SPW_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
@@ -239,7 +239,7 @@ SPW_EXPORT int openat(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    return shm_open_path(path, flags, mode, dirfd);
+    return engine_shm_open(path, flags, mode, dirfd);
 }
 
 SPW_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
@@ -247,13 +247,13 @@ SPW_EXPORT int openat64(int dirfd, const char *path, int flags, ...) {
     va_start(ap, flags);
     mode_t mode = mode_arg(flags, ap);
     va_end(ap);
-    return shm_open_path(path, flags | O_LARGEFILE, mode, dirfd);
+    return engine_shm_open(path, flags | O_LARGEFILE, mode, dirfd);
 }
 
 // _FORTIFY_SOURCE variants (no mode: O_CREAT is rejected by the fortify check).
-SPW_EXPORT int __open_2(const char *path, int flags) { return shm_open_path(path, flags, 0, AT_FDCWD); }
+SPW_EXPORT int __open_2(const char *path, int flags) { return engine_shm_open(path, flags, 0, AT_FDCWD); }
 SPW_EXPORT int __open64_2(const char *path, int flags) {
-    return shm_open_path(path, flags | O_LARGEFILE, 0, AT_FDCWD);
+    return engine_shm_open(path, flags | O_LARGEFILE, 0, AT_FDCWD);
 }
 
 SPW_EXPORT int shm_open(const char *name, int flags, mode_t mode) {
@@ -269,7 +269,7 @@ SPW_EXPORT int shm_open(const char *name, int flags, mode_t mode) {
         errno = ENAMETOOLONG;
         return -1;
     }
-    return shm_open_path(path, flags | O_NOFOLLOW | O_CLOEXEC, mode, AT_FDCWD);
+    return engine_shm_open(path, flags | O_NOFOLLOW | O_CLOEXEC, mode, AT_FDCWD);
 }
 
 SPW_EXPORT int shm_unlink(const char *name) {
@@ -279,19 +279,19 @@ SPW_EXPORT int shm_unlink(const char *name) {
         errno = ENOENT;
         return -1;
     }
-    return shm_unlink_path(path, AT_FDCWD, 0);
+    return engine_shm_unlink(path, AT_FDCWD, 0);
 }
 
-SPW_EXPORT int ftruncate(int fd, off_t size) { return shm_resize(fd, size, true, 0, 0); }
-SPW_EXPORT int ftruncate64(int fd, off_t size) { return shm_resize(fd, size, true, 0, 0); }
+SPW_EXPORT int ftruncate(int fd, off_t size) { return engine_shm_resize(fd, size, true, 0, 0); }
+SPW_EXPORT int ftruncate64(int fd, off_t size) { return engine_shm_resize(fd, size, true, 0, 0); }
 SPW_EXPORT int fallocate(int fd, int mode, off_t offset, off_t len) {
-    return shm_resize(fd, len, false, mode, offset);
+    return engine_shm_resize(fd, len, false, mode, offset);
 }
 SPW_EXPORT int fallocate64(int fd, int mode, off_t offset, off_t len) {
-    return shm_resize(fd, len, false, mode, offset);
+    return engine_shm_resize(fd, len, false, mode, offset);
 }
-SPW_EXPORT int unlink(const char *path) { return shm_unlink_path(path, AT_FDCWD, 0); }
+SPW_EXPORT int unlink(const char *path) { return engine_shm_unlink(path, AT_FDCWD, 0); }
 SPW_EXPORT int unlinkat(int dirfd, const char *path, int flags) {
-    return shm_unlink_path(path, dirfd, flags);
+    return engine_shm_unlink(path, dirfd, flags);
 }
 

@@ -18,7 +18,6 @@
 #include "registry/region.h"
 #include "small_alloc.h"
 #include "stats/stats.h"
-#include "surface.h"
 #include "tiering/writeback.h"
 
 #include <cerrno>

@@ -18,15 +18,14 @@
 
 #include "backing/backing.h"
 #include "config.h"
-#include "shared_symbol.h"
+#include "front_state.h"
 
 #include <cstddef>
 #include <cstdint>
 
 namespace spillway {
 
-// Defined in front_state.cpp (libspillway.so), used by both libraries.
-extern SPW_SHARED size_t g_large_threshold;
+// g_large_threshold, the size check every entry point makes: abi/front_state.h.
 
 void large_init(const Settings &s);
 const Settings &large_settings();

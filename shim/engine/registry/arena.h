@@ -1,9 +1,10 @@
 // arena.h — the one reserved virtual-address range every large region lives in.
 //
 // Invariants:
-//  * owns(p) is a single subtraction and comparison on two globals: free()
-//    pays nothing else to tell a region from a mimalloc pointer, and needs no
-//    lock. g_base is written once at start-up; g_size grows (and shrinks) in
+//  * owns(p) (abi/front_state.h: the front reads it on every free) is a
+//    single subtraction and comparison on two globals: free() pays nothing
+//    else to tell a region from a mimalloc pointer, and needs no lock.
+//    g_base is written once at start-up; g_size grows (and shrinks) in
 //    steps, under the large-path lock, only at the top of the range.
 //  * The range is reserved in proportion to what the job uses: it starts at
 //    kInitialBytes and grows with MAP_FIXED_NOREPLACE at its own end, by at
@@ -28,9 +29,8 @@
 //  * take/extend/give_back need the caller to hold the large-path lock.
 #pragma once
 
-#include "shared_symbol.h"
+#include "front_state.h"
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -52,13 +52,8 @@ constexpr size_t step_after(size_t bytes) {
 }
 constexpr size_t kSlotPageBytes = size_t(1) << 30; // arena bytes per slot-table page
 
-// Defined in front_state.cpp (libspillway.so), used by both libraries.
-extern SPW_SHARED uintptr_t g_base;
-extern SPW_SHARED std::atomic<uintptr_t> g_size; // 0 until reserve() succeeds: owns() is then false for all
-
-inline bool owns(const void *p) {
-    return (uintptr_t)p - g_base < g_size.load(std::memory_order_relaxed);
-}
+// g_base, g_size and owns(): abi/front_state.h (the front defines them).
+// g_size is 0 until reserve() succeeds: owns() is then false for all.
 
 // Chooses where the range lives and reserves its first kInitialBytes; it may
 // later grow up to max_bytes.

@@ -7,7 +7,7 @@
 // process costs more than everything else the shim does at start-up
 // (/bin/true: about 1.5x bare mimalloc for libstdc++ alone). The front
 // depends on libc and libmimalloc.so.2 only; the engine is dlopened from
-// the same directory when it is first needed (engine_start.h says when).
+// the same directory when it is first needed (engine_loader.h says when).
 //
 // Invariants:
 //  * The table is constant and exported under one name; its version and
@@ -60,7 +60,8 @@ constexpr unsigned kEngineApiVersion = 2;
 struct EngineApi {
     unsigned version; // kEngineApiVersion
     size_t size;      // sizeof(EngineApi)
-    // Start-up (startup.cpp): settings, spill directory, arena, threads.
+    // Start-up (engine/startup.h, engine_startup): settings, spill
+    // directory, arena, call sites, profile.
     // true when large allocations are routed. A bad config exits 78 here.
     bool (*start)();
     void *(*large_allocate)(size_t size, size_t align, bool zero);

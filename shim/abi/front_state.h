@@ -6,7 +6,7 @@
 //
 // Invariants:
 //  * g_large_threshold is SIZE_MAX, or a threshold the front was given
-//    before the engine started (front/engine_start.h), until the engine's
+//    before the engine started (front/engine_loader.h), until the engine's
 //    start-up has finished: every allocation before that (and during it,
 //    from the config parser, the logger or the dynamic loader) takes the
 //    small path, so start-up cannot recurse into itself.

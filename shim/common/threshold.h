@@ -11,7 +11,7 @@
 namespace spillway {
 
 // The threshold with no settings given (the front starts the engine lazily
-// with it, front/engine_start.h).
+// with it, front/engine_loader.h).
 constexpr uint64_t kDefaultThreshold = 64ull << 20;
 
 // Smallest threshold the shim accepts: below it regions waste whole pages.

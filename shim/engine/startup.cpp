@@ -1,16 +1,6 @@
-// startup.cpp — the engine's start-up (settings, spill directory, arena,
-// call sites, learned profile) and its work at exit.
-//
-// When it runs is the front's decision (engine_start.h): in the front's
-// constructor when the job configures the shim, else at the engine's first
-// use. Allocations before it has finished (and during it, from the config
-// parser, the logger or the dynamic loader) take the small path, which is
-// always correct.
-//
-// Invariant: a bad config never leaves a job silently unprotected: one line
-// on stderr and exit status 78 (EX_CONFIG), before anything is created,
-// unless SPILLWAY_ON_ERROR=continue. (With no settings given the defaults
-// cannot be wrong, which is why that case may start late.)
+// startup.cpp — see startup.h.
+#include "startup.h"
+
 #include "registry/arena.h"
 #include "backing/backing.h"
 #include "sites/callsite.h"
@@ -52,8 +42,7 @@ static bool config_error(const std::string &message) {
     return false;
 }
 
-// Returns true when large allocations are routed.
-bool engine_start() {
+bool engine_startup() {
     auto *s = new Settings();
     if (auto err = load_settings(*s)) {
         config_error(*err);

@@ -2,7 +2,7 @@
 // control API, each the engine's answer (engine_api.h) or, when no engine
 // could be loaded, a shim's that is not routing.
 #include "engine_calls.h"
-#include "engine_start.h"
+#include "engine_loader.h"
 #include "small_alloc.h"
 
 #include <cerrno>

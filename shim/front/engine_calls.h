@@ -6,7 +6,7 @@
 // large.h, engine/shm/shm.h) are never declared here.
 //
 // Invariants:
-//  * A call that needs the engine starts it (engine_start.h says when that
+//  * A call that needs the engine starts it (engine_loader.h says when that
 //    is); a call that can only concern what the engine already made (free,
 //    realloc and size of an arena pointer, resizing a tracked descriptor)
 //    never starts it.

@@ -5,7 +5,7 @@
 //  * g_large_threshold is SIZE_MAX until start-up has finished (or the
 //    default threshold while the engine waits for its first use; the front
 //    then reaches these functions only once the engine has started, see
-//    engine_start.h), so every allocation before that (and during it, from
+//    engine_loader.h), so every allocation before that (and during it, from
 //    the config parser, the logger or the dynamic loader) takes the small
 //    path: start-up cannot recurse into itself.
 //  * Every region a caller holds is fully mapped and published; every byte a

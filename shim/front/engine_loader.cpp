@@ -1,10 +1,10 @@
-// engine_start.cpp — see engine_start.h. Part of the front: it may use libc,
+// engine_loader.cpp — see engine_loader.h. Part of the front: it may use libc,
 // libdl and mimalloc only (no libstdc++: that is what it defers).
 //
 // Invariant: g_state only moves kWaiting -> kStarting -> kOn/kOff, under
 // g_start_lock; g_api is written before the state leaves kStarting and read
 // only after seeing kOn or kOff (acquire).
-#include "engine_start.h"
+#include "engine_loader.h"
 #include "clock.h"
 
 #include "fd_policy.h"
@@ -34,7 +34,7 @@ namespace {
 enum State : int { kOff, kWaiting, kStarting, kOn };
 
 constexpr const char kEngineName[] = "libspillway_engine.so";
-constexpr long kStartWaitNs = 2000000000L; // see THREADS in engine_start.h
+constexpr long kStartWaitNs = 2000000000L; // see THREADS in engine_loader.h
 
 std::atomic<int> g_state{kOff};
 const EngineApi *g_api = nullptr;
@@ -44,7 +44,7 @@ pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 thread_local bool t_starting __attribute__((tls_model("initial-exec"))) = false;
 std::atomic<bool> g_wait_warned{false};
 
-// Settings given to the shim: these are validated at start-up (engine_start.h).
+// Settings given to the shim: these are validated at start-up (engine_loader.h).
 bool configured() {
     for (const char *name : kSettingVariables) {
         const char *v = getenv(name);
@@ -160,7 +160,7 @@ bool lock_start_bounded() {
 }
 
 // Brings the engine up unless that was done; returns the settled state
-// (kStarting: not settled for this caller, see engine_start.h).
+// (kStarting: not settled for this caller, see engine_loader.h).
 int settle() {
     int state = g_state.load(std::memory_order_acquire);
     if (state == kOn || state == kOff) return state;
@@ -187,7 +187,7 @@ int settle() {
     return state;
 }
 
-// --- fork (engine_start.h, FORK) ---
+// --- fork (engine_loader.h, FORK) ---
 // Thread-local: concurrent forks run their handlers concurrently, and each
 // fork's parent (or child) handler runs on the thread that ran its prepare.
 // (Shared flags let a second fork's prepare clear the first's before its

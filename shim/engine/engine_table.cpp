@@ -1,4 +1,4 @@
-// engine.cpp — the table libspillway_engine.so hands the front (engine_api.h):
+// engine_table.cpp — the table libspillway_engine.so hands the front (engine_api.h):
 // its only exported symbol. Every entry is a function of the engine's own
 // files; the spillway_* ones are control.cpp's, which are local to the
 // engine (its version script), so the front's stubs of the same names
@@ -8,17 +8,14 @@
 #include "fork_safety.h"
 #include "large/large.h"
 #include "shm/shm.h"
-
-namespace spillway {
-bool engine_start(); // startup.cpp
-}
+#include "startup.h"
 
 using namespace spillway;
 
 extern "C" __attribute__((visibility("default"))) const EngineApi spillway_engine_api = {
     kEngineApiVersion,
     sizeof(EngineApi),
-    engine_start,
+    engine_startup,
     large_allocate,
     large_free,
     large_realloc,

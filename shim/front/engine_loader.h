@@ -1,4 +1,4 @@
-// engine_start.h — when libspillway.so (the front) loads and starts
+// engine_loader.h — when libspillway.so (the front) loads and starts
 // libspillway_engine.so (engine_api.h says why there are two libraries).
 //
 // WHEN. At start-up, in the front's constructor, if the job configures the

@@ -4,6 +4,7 @@
 // thread has every signal blocked and holds exactly the locks recorded in
 // its t_taken (so no nested fork can begin on it there).
 #include "fork_safety.h"
+#include "os/lock_unless_held.h"
 #include "clock.h"
 
 #include "sites/callsite.h"
@@ -35,35 +36,7 @@ SPW_TLS unsigned t_taken = 0;
 SPW_TLS bool t_interrupted = false; // a lock was held by the forking thread itself
 SPW_TLS sigset_t t_saved_mask;
 bool g_untrusted_child = false;
-
-// How long a lock may stay held with no owner recorded before prepare
-// concludes the forking thread itself was interrupted right after taking it
-// (another thread takes a few instructions; a preempted one, milliseconds).
-constexpr uint64_t kOwnerlessWaitNs = 50'000'000;
 } // namespace
-
-bool lock_unless_held_here(pthread_mutex_t *m) {
-    const int self = gettid();
-    uint64_t first_ownerless = 0; // monotonic ns; 0: not seen ownerless yet
-    for (;;) {
-        if (pthread_mutex_trylock(m) == 0) return true;
-        // glibc records the holder's thread id after acquiring and clears
-        // it before releasing.
-        int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
-        if (owner == self) return false;
-        if (owner != 0) {
-            // Another thread: by the lock order it never waits for what this
-            // thread holds, so it will release.
-            pthread_mutex_lock(m);
-            return true;
-        }
-        if (first_ownerless == 0)
-            first_ownerless = monotonic_ns();
-        else if (monotonic_ns() - first_ownerless > kOwnerlessWaitNs)
-            return false;
-        sched_yield();
-    }
-}
 
 void fork_prepare() {
     sigset_t all;
@@ -103,7 +76,7 @@ void fork_child() {
     // A child of an untrusted child inherits the untrusted arena.
     g_untrusted_child = g_untrusted_child || t_interrupted;
     callsite_after_fork_child();
-    rehome_after_fork_child();
+    rehome_after_fork_child(!g_untrusted_child);
     large_fork_child(!g_untrusted_child); // also the reaper, backing, learner, stats
     t_taken = 0;
     pthread_sigmask(SIG_SETMASK, &t_saved_mask, nullptr);

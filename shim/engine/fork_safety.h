@@ -64,13 +64,8 @@ void fork_prepare();
 void fork_parent();
 void fork_child();
 
-// True in a child whose fork interrupted the shim (see above).
+// True in a child whose fork interrupted the shim (see above). The child
+// step hands every subsystem the same answer (its `trusted` argument).
 bool fork_child_untrusted();
-
-// Takes m unless this thread already holds it. Returns true if taken; false
-// if this thread holds it (or it stays locked with no owner recorded, which
-// is what the interrupted thread's own window between acquiring and
-// recording itself looks like). Waits for any other holder.
-bool lock_unless_held_here(pthread_mutex_t *m);
 
 } // namespace spillway

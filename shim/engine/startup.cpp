@@ -73,6 +73,8 @@ bool engine_startup() {
     large_init(*s);
     shm_init(*s);
     callsite_init(*s);
+    sampler_init(*s);
+    tiering_init(*s);
     profile_load(*s);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;

@@ -6,6 +6,8 @@
 #include "registry/arena.h"
 #include "backing/backing.h"
 #include "sites/callsite.h"
+#include "access/sampler.h"
+#include "tiering/tiering_loop.h"
 #include "config.h"
 #include "large/large.h"
 #include "profile.h"
@@ -43,6 +45,8 @@ inline void bring_up() {
         spillway::arena::reserve(size_t(1) << 40);
         spillway::large_init(s);
         spillway::callsite_init(s);
+        spillway::sampler_init(s);
+        spillway::tiering_init(s);
         spillway::profile_load(s);
         spillway::g_large_threshold = s.threshold;
         std::atexit([] { std::system(("rm -rf " + settings().spill_dir).c_str()); });

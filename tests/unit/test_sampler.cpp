@@ -9,6 +9,7 @@
 #include "fork_safety.h"
 #include "backing/reaper.h"
 #include "registry/region.h"
+#include "access/access_detector.h"
 #include "access/sampler.h"
 #include "spillway.h"
 

@@ -16,12 +16,13 @@
 // read_presence (one ioctl or pread loop on /proc/self/pagemap).
 #pragma once
 
-#include "access/sampler.h"
-
 #include <cstddef>
 #include <cstdint>
 
 namespace spillway {
+
+// The detector's verdict on a region; Region::phase holds it as a uint8_t.
+enum class Verdict : uint8_t { undecided = 0, sequential = 1, random = 2 };
 
 // A run of present pages [first, first+count), in pages from the region start.
 struct PageRun {

@@ -10,7 +10,6 @@
 #include "sites/callsite.h"
 #include "os/cgroup.h"
 #include "fd_policy.h"
-#include "large/large.h"
 #include "log.h"
 #include "access/prefetch_worker.h"
 #include "os/readahead_window.h"
@@ -58,6 +57,7 @@ constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 // ones are contiguous slices read in random order (update_clustered).
 constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 
+bool g_learn = false; // sampler_init: [callsites] learn
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_cpu_ns{0}, g_ticks{0}, g_prefetched{0};
@@ -261,7 +261,7 @@ void publish_all() {
 }
 
 void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
-    if (!site || !large_settings().learn) return;
+    if (!site || !g_learn) return;
     if (site->rule && site->rule->access != Access::unknown) return; // the user said
     if (site->from_profile) return;
     int expected = (int)Access::unknown;
@@ -594,6 +594,8 @@ void *sampler_main(void *) {
     return nullptr;
 }
 } // namespace
+
+void sampler_init(const Settings &s) { g_learn = s.learn; }
 
 void sampler_notice() {
     if (g_started.exchange(true)) return;

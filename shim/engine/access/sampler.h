@@ -23,14 +23,16 @@
 // process since the last one, and no stream to feed, costs one getrusage.
 #pragma once
 
+#include "config.h"
+
 #include <cstddef>
 #include <cstdint>
 
 namespace spillway {
 
-// The detector's verdict; Region::phase holds it as a uint8_t.
-enum class Verdict : uint8_t { undecided = 0, sequential = 1, random = 2 };
-
+// At start-up: whether the thread teaches call sites their access
+// ([callsites] learn).
+void sampler_init(const Settings &s);
 // Called by the large path after a disk region was created: starts the
 // thread on first use.
 void sampler_notice();

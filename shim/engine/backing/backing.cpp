@@ -109,16 +109,6 @@ int ensure_memfd_size(SpillFile *f, uint64_t end) {
 }
 } // namespace
 
-const char *backing_name(Backing b) {
-    switch (b) {
-    case Backing::none: return "none";
-    case Backing::disk: return "disk";
-    case Backing::memory: return "memory";
-    case Backing::anon: return "anon";
-    }
-    return "?";
-}
-
 const char *fallback_name(Fallback f) {
     static const char *const names[] = {"no_space", "quota", "unsupported", "io_error",
                                         "too_big", "no_spill_dir", "too_many_files",

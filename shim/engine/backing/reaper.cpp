@@ -3,7 +3,7 @@
 
 #include "os/background_thread.h"
 #include "backing/backing.h"
-#include "fork_safety.h"
+#include "os/lock_unless_held.h"
 #include "registry/region.h"
 
 #include <csignal>

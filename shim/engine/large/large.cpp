@@ -450,7 +450,7 @@ void large_fork_child(bool trusted) {
     recycle_after_fork_child(trusted);
     sampler_after_fork_child();
     writeback_after_fork_child();
-    tiering_after_fork_child();
+    tiering_after_fork_child(trusted);
     stats_after_fork_child();
     // A forked worker reads the parent's data in its own pattern (a
     // DataLoader's shuffled batches): it needs its own detector. Started

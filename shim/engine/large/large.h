@@ -67,7 +67,7 @@ struct RegionView {
     bool is_private = false;   // a fork child's private copy
     bool own_file = false;     // a file of its own this process created (nameable)
     bool foreign_file = false; // a file of its own mapped by path (spillway_map) or inherited
-    uint8_t phase = 0;         // the detector's verdict (sampler.h Verdict)
+    uint8_t phase = 0;         // the detector's verdict (Verdict, access/access_detector.h)
     char exported[256] = {0};  // the file's name once exported or mapped by path
 };
 

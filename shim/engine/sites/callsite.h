@@ -16,7 +16,6 @@
 //  * CallSite objects live until exit (a job has a bounded number of sites).
 #pragma once
 
-#include "backing/backing.h"
 #include "config.h"
 #include "sites/pyframes.h"
 

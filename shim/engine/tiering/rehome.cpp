@@ -4,7 +4,7 @@
 
 #include "backing/backing.h"
 #include "fd_policy.h"
-#include "fork_safety.h"
+#include "os/lock_unless_held.h"
 #include "log.h"
 #include "registry/region.h"
 #include "stats/stats.h"
@@ -39,6 +39,8 @@ constexpr size_t kChunk = size_t(16) << 20;
 std::mutex g_move_lock;
 std::atomic<uint64_t> g_last_fork_ns{0};
 uint64_t g_forked_at_ns = 0;
+// An untrusted fork child (fork_safety.h): inherited regions stay as they are.
+bool g_untrusted = false;
 std::atomic<Region *> g_moving_region{nullptr};
 // The region being moved, and within it the chunk that is read-only now.
 std::atomic<uintptr_t> g_region_start{0}, g_region_end{0};
@@ -584,7 +586,7 @@ bool read_in_flight(uintptr_t start, size_t len) {
 }
 
 int rehome_region(Region *r, SpillFile *dest) {
-    if (fork_child_untrusted()) return -EPERM; // fork_safety.h: inherited regions stay as they are
+    if (g_untrusted) return -EPERM; // fork_safety.h: inherited regions stay as they are
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_region.store(r);
@@ -599,7 +601,7 @@ int rehome_region(Region *r, SpillFile *dest) {
 }
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
-    if (fork_child_untrusted()) return -EPERM;
+    if (g_untrusted) return -EPERM;
     const uint64_t t0 = monotonic_ns();
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
@@ -646,7 +648,8 @@ void rehome_fork_parent() {
 uint64_t last_fork_ns() { return g_last_fork_ns.load(); }
 uint64_t forked_at_ns() { return g_forked_at_ns; }
 
-void rehome_after_fork_child() {
+void rehome_after_fork_child(bool trusted) {
+    g_untrusted = !trusted;
     new (&g_move_lock) std::mutex();
     g_forked_at_ns = monotonic_ns();
     g_last_fork_ns.store(0); // this process has not forked yet

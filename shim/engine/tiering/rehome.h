@@ -120,7 +120,7 @@ bool read_in_flight(uintptr_t start, size_t len);
 // private copy of its current bytes.
 bool rehome_fork_prepare();
 void rehome_fork_parent();
-void rehome_after_fork_child();
+void rehome_after_fork_child(bool trusted); // untrusted: nothing moves from now on
 // When this process last forked (CLOCK_MONOTONIC ns, 0: never). A child
 // maps file-backed regions born before it from the same files, privately:
 // moving one would punch or drop bytes the child may still read.

@@ -19,7 +19,7 @@
 
 #include "backing/backing.h"
 #include "config.h"
-#include "access/sampler.h" // Verdict: the access detector's phase, as Region::phase holds it
+#include "access/access_detector.h" // Verdict: the detector's phase, as Region::phase holds it
 
 #include <cstddef>
 #include <cstdint>

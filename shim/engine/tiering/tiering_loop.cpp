@@ -6,9 +6,9 @@
 #include "backing/backing.h"
 #include "os/cgroup.h"
 #include "tiering/claims.h"
-#include "fork_safety.h"
-#include "large/large.h"
+#include "config.h"
 #include "log.h"
+#include "registry/arena.h"
 #include "registry/region.h"
 #include "tiering/rehome.h"
 #include "access/sampler.h"
@@ -37,6 +37,9 @@ constexpr uint64_t kMiB = 1 << 20;
 // the job's own allocations take while the memory is allocated.
 constexpr uint64_t kRoomSlack = 32ull << 20;
 
+const Settings *g_settings = nullptr; // tiering_init
+// An untrusted fork child (fork_safety.h): nothing moves, no thread starts.
+bool g_untrusted = false;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 std::atomic<uint64_t> g_ticks{0};
@@ -83,7 +86,7 @@ struct Snapshot {
 
 unsigned snapshot(Snapshot *out, uint64_t min_size) {
     unsigned n = 0;
-    if (fork_child_untrusted()) return 0; // fork_safety.h: nothing moves in such a child
+    if (g_untrusted) return 0; // fork_safety.h: nothing moves in such a child
     const uint64_t inherited_before = forked_at_ns();
     std::lock_guard<std::mutex> guard(large_lock());
     for (Region *r = registry_first(); r && n < kMaxCandidates; r = r->next) {
@@ -277,7 +280,7 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
 
 // One look; returns how long to sleep before the next.
 unsigned tick(State &st) {
-    const Settings &settings = large_settings();
+    const Settings &settings = *g_settings;
     const TierSettings &ts = settings.tiering;
     uint64_t now = monotonic_ns();
     MemoryFigures f = read_memory_figures();
@@ -345,7 +348,7 @@ void *tiering_main(void *) {
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     uint64_t cpu0 = thread_cpu_ns();
     State st;
-    unsigned wait = large_settings().tiering.interval_ms;
+    unsigned wait = g_settings->tiering.interval_ms;
     while (!g_stop.load(std::memory_order_relaxed)) {
         if (wait) sleep_ms(wait);
         if (g_stop.load(std::memory_order_relaxed)) break;
@@ -357,8 +360,13 @@ void *tiering_main(void *) {
 }
 } // namespace
 
+void tiering_init(const Settings &s) { g_settings = &s; }
+
 void tiering_notice() {
-    if (!large_active() || !large_settings().tiering.enabled || g_started.exchange(true)) return;
+    // The large path is active: started (the settings are known), its arena
+    // reserved, and this is no untrusted fork child.
+    bool active = g_settings && arena::g_size && !g_untrusted;
+    if (!active || !g_settings->tiering.enabled || g_started.exchange(true)) return;
     start_background_thread(tiering_main, "spillway-tier", 256 * 1024);
 }
 
@@ -367,7 +375,8 @@ void tiering_stop() {
     release_claim(); // a promotion under way at exit leaves no claim behind
 }
 
-void tiering_after_fork_child() {
+void tiering_after_fork_child(bool trusted) {
+    g_untrusted = !trusted;
     // The controller thread is the parent's; this process starts its own at
     // its next large region (tiering_notice), unless it is untrusted.
     g_started.store(false);

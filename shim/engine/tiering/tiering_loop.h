@@ -19,13 +19,18 @@
 // disk region is promoted (one second's promote_rate per look).
 #pragma once
 
+#include "config.h"
+
 #include <cstdint>
 
 namespace spillway {
 
+// At start-up: the settings the controller follows ([tiering], the memory
+// reserve); they outlive the process's threads.
+void tiering_init(const Settings &s);
 void tiering_notice();
 void tiering_stop();
-void tiering_after_fork_child();
+void tiering_after_fork_child(bool trusted); // untrusted: never starts, moves nothing
 
 // For benchmarks and tests: CPU time the controller has used, and its ticks.
 uint64_t tiering_cpu_ns();

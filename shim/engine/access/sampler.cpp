@@ -156,7 +156,8 @@ bool refresh_tracks(uint64_t now) {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r && n < kMaxTracks; r = r->next) {
             // A fork child's private copies too: its own reads need advice
-            // as much as the parent's (large_fork_child starts this thread).
+            // as much as the parent's (the fork sequence, fork_safety.h,
+            // starts this thread in such a child).
             if (r->backing != Backing::disk || r->freed.load()) continue;
             if (now - r->born_ns < kMinAgeNs) continue;
             Track &t = g_next_tracks[n++];
@@ -612,11 +613,10 @@ void sampler_after_fork_child() {
     g_pagemap = -1;
     // The parent's regions are private copies here: start from nothing.
     for (size_t i = 0; i < g_track_count; i++) {
-        g_tracks[i].handed = false; // the worker's slots are reset below
+        g_tracks[i].handed = false; // the worker's slots: prefetch_after_fork_child, next
         drop_track(g_tracks[i]);
     }
     g_track_count = 0;
-    prefetch_after_fork_child();
     g_publication_count = 0;
     g_last_faults = 0;
 }

@@ -85,7 +85,7 @@ constexpr size_t kStreamAdviceFrom = size_t(8) << 20;
 int initial_advice(size_t map_len, bool random_access);
 
 // Fork child: forget the pools (marked foreign; the large path marks the
-// files of inherited regions, large_fork_child).
+// files of inherited regions, large_privatise_inherited).
 void backing_after_fork_child();
 
 } // namespace spillway

@@ -410,7 +410,7 @@ void *large_realloc(void *p, size_t size) {
     return q;
 }
 
-void large_fork_child(bool trusted) {
+bool large_privatise_inherited(bool trusted) {
     // Shared mappings would let this child's writes reach the parent: give
     // the child a private copy-on-write view of the same bytes instead.
     // Every inherited file is the parent's: never extended, punched,
@@ -440,24 +440,14 @@ void large_fork_child(bool trusted) {
         r->is_private = true;
         inherited_disk |= r->backing == Backing::disk;
     }
-    backing_after_fork_child();
-    new (&large_lock()) std::mutex(); // whoever held it is gone (or is this thread, frozen)
+    return inherited_disk;
+}
+
+void large_after_fork_child(bool trusted) {
     if (!trusted) {
         g_untrusted = true;
         g_large_threshold = SIZE_MAX; // every new allocation takes the small path
     }
-    reaper_after_fork_child(trusted);
-    recycle_after_fork_child(trusted);
-    sampler_after_fork_child();
-    writeback_after_fork_child();
-    tiering_after_fork_child(trusted);
-    stats_after_fork_child();
-    // A forked worker reads the parent's data in its own pattern (a
-    // DataLoader's shuffled batches): it needs its own detector. Started
-    // here because a worker that only reads makes no region that would
-    // start it; glibc has reset its thread bookkeeping before fork
-    // handlers run.
-    if (trusted && inherited_disk) sampler_notice();
 }
 
 } // namespace spillway

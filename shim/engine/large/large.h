@@ -102,10 +102,14 @@ void *large_adopt_file(const char *path, size_t expected_size);
 struct Region *region_record(uintptr_t start, size_t size, size_t map_len);
 void register_region(struct Region *r);
 
-// Fork child (fork_safety.h holds the locks and the order): makes inherited
-// shared regions private and resets the large path. Untrusted (!trusted):
-// new allocations take the small path and inherited regions are never
-// retired.
-void large_fork_child(bool trusted);
+// Fork child (steps of fork_safety.cpp's sequence, which gives the order).
+// Makes every inherited shared region private (MAP_PRIVATE over the same
+// bytes; a trusted child's under MADV_RANDOM) and marks the files of
+// inherited regions foreign; returns whether one of them was on disk.
+// Needs the registry as the parent left it and the files open.
+bool large_privatise_inherited(bool trusted);
+// Untrusted (!trusted): from now on every new allocation takes the small
+// path and inherited regions are never retired.
+void large_after_fork_child(bool trusted);
 
 } // namespace spillway

@@ -14,6 +14,8 @@ static size_t g_count = 0;
 
 std::mutex &large_lock() { return g_large_lock; }
 
+void registry_after_fork_child() { new (&g_large_lock) std::mutex(); }
+
 // The forward chain from g_first is a valid list at every instant, in
 // program order: a fork child whose forking thread was interrupted in here
 // (a signal handler that forks) walks it. A region joins the chain by one

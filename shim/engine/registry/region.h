@@ -79,6 +79,9 @@ void advise_region(Region *r, int advice);
 
 // The large-path lock: arena space, the live list, file bookkeeping.
 std::mutex &large_lock();
+// Fork child (fork_safety.cpp's sequence): the large lock, re-initialised
+// (whoever held it is gone, or is the forking thread, frozen).
+void registry_after_fork_child();
 
 void registry_link(Region *r);   // caller holds large_lock
 void registry_unlink(Region *r); // caller holds large_lock

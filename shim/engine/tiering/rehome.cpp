@@ -671,7 +671,7 @@ void rehome_after_fork_child(bool trusted) {
                  r->file->fd, (off_t)(r->file_off + done));
         else
             mprotect((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE);
-        if (r && r->file && r->start == start) r->is_private = true; // large_fork_child keeps this view
+        if (r && r->file && r->start == start) r->is_private = true; // large_privatise_inherited keeps this view
     }
     g_moving_region.store(nullptr);
     g_region_start.store(0);

@@ -379,8 +379,7 @@ void tiering_after_fork_child(bool trusted) {
     g_untrusted = !trusted;
     // The controller thread is the parent's; this process starts its own at
     // its next large region (tiering_notice), unless it is untrusted.
-    g_started.store(false);
-    claims_after_fork_child();
+    g_started.store(false); // the claims file's descriptor: claims_after_fork_child
     g_claim_held.store(false); // the parent's claim, not ours
     for (History &h : g_history) h = History{};
 }

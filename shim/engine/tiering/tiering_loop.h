@@ -7,14 +7,14 @@
 // Invariants: the thread starts lazily (first large region of at least
 // tiering.min_size, tiering.enabled), detached, with signals blocked and
 // SCHED_BATCH, like the sampler and writeback threads; a fork child starts
-// its own the same way (tiering_after_fork_child, from large_fork_child),
-// never in an untrusted child, and never moves a region it inherited
+// its own the same way (tiering_after_fork_child, a step of fork_safety.cpp's
+// sequence), never in an untrusted child, and never moves a region it inherited
 // (fork_safety.h). Its locks follow fork_safety.h's order: the large lock
 // alone to copy a snapshot of the live regions, the move lock then the
 // large lock while moving, the claims file's flock with neither held. It
 // re-checks a region under the large lock before moving it
 // (rehome_region_checked). The random phase it promotes is the access
-// detector's verdict (Region::phase, fault_rate; sampler.h), nothing of its
+// detector's verdict (Region::phase, fault_rate; access/sampler.h), nothing of its
 // own. Without a memory limit nothing is demoted and every random-phase
 // disk region is promoted (one second's promote_rate per look).
 #pragma once

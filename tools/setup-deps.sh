@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config
   libmimalloc-dev libunwind-dev libtomlplusplus-dev catch2
+  nlohmann-json3-dev  # the spillway tool reads JSON with it (tools/cli/json.h)
   python3-numpy python3-torch
   docker.io e2fsprogs util-linux procps
   libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils

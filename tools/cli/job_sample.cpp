@@ -1,7 +1,7 @@
 // job_sample.cpp — see job_sample.h.
 #include "job_sample.h"
 
-#include "json.h"
+#include "json_quote.h"
 #include "stats_format.h"
 
 #include <algorithm>

@@ -144,5 +144,4 @@ TEST_CASE("fallbacks are named from errno") {
     CHECK(fallback_from_errno(EOPNOTSUPP) == Fallback::unsupported);
     CHECK(fallback_from_errno(EIO) == Fallback::io_error);
     CHECK(std::string(fallback_name(Fallback::no_space)) == "no_space");
-    CHECK(std::string(backing_name(Backing::memory)) == "memory");
 }

@@ -5,8 +5,9 @@
 #                                       -dbgsym package beside it), checked by lintian
 #   dist/spillway-<version>-<tags>.whl  meson-python (pyproject.toml)
 # Both are built from a copy of the tree (git's files, committed or not) in
-# dist/.build, so the tree itself gets no build products. One line per step;
-# the tools' output goes to dist/package.log, which a failure names.
+# dist/.build (removed when both are made), so the tree itself gets no build
+# products. One line per step; the tools' output goes to dist/package.log,
+# which a failure names.
 # Usage: bash tools/package.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -124,5 +125,8 @@ whl=$dist/$(basename "$built")
 mv "$work/deflated.whl" "$whl"
 done_step "$(basename "$whl"), $(du -k "$whl" | cut -f1) KiB"
 
+# The copy and its build directories (about 130 MB) go once both packages
+# are made; a failure above leaves them for the log's reader.
+rm -rf "$work"
 echo "packages in $dist, $(($(date +%s) - started)) s in all:"
 ls -l "$deb" "$whl" | awk '{printf "  %-45s %8d bytes\n", $NF, $5}' | sed "s|$dist/||"

@@ -29,7 +29,7 @@ passed=0 failed=0
 started=$SECONDS
 if [ -z "$dist" ]; then
     echo "packaging: building both packages (tools/package.sh)"
-    if bash "$source_root/tools/package.sh" 2>&1 | sed 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+    if bash "$source_root/tools/package.sh" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
         passed=$((passed + 1))
     else
         echo "packaging: tools/package.sh failed; nothing to test"
@@ -45,7 +45,7 @@ for t in contents wheel deb wheel_container; do
         contents | wheel) args=("$dist" "$source_root") ;;
         *) args=("$dist") ;;
     esac
-    if bash "$here/$t.sh" "${args[@]}" 2>&1 | sed 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+    if bash "$here/$t.sh" "${args[@]}" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
         echo "packaging: $t passed, $((SECONDS - t0)) s"
         passed=$((passed + 1))
     else

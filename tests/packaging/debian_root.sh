@@ -48,6 +48,15 @@ debian_root_image() {
     ROOT_SECONDS=$((SECONDS - started))
 }
 
+# drop_debian_roots — every cached root and its image: a run from nothing.
+drop_debian_roots() {
+    rm -f "$ROOT_CACHE"/*.tar
+    local tag
+    for tag in $(dk images --format '{{.Tag}}' "$ROOT_REPOSITORY" 2>/dev/null); do
+        dk rmi -f "$ROOT_REPOSITORY:$tag" >/dev/null 2>&1
+    done
+}
+
 # make_debian_root PACKAGES(comma-separated) TARBALL
 make_debian_root() {
     local packages=$1 tarball=$2 root=$SCRATCH/debian-root log=$SCRATCH/debootstrap.log

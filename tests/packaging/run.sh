@@ -12,7 +12,8 @@
 # One line per test as it ends (its own lines above it), then
 # "packaging: N passed, M failed"; non-zero exit when anything failed.
 # Needs root (cgroups, debootstrap, Docker). The Debian root is cached under
-# /var/tmp/spillway-debian-root; SPILLWAY_PKGTEST_FRESH=1 starts from nothing.
+# /var/tmp/spillway-debian-root; SPILLWAY_PKGTEST_FRESH=1 drops that cache
+# first, to run from nothing.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_root=$(cd "$here/../.." && pwd)
@@ -27,6 +28,14 @@ done
 
 passed=0 failed=0
 started=$SECONDS
+if [ "${SPILLWAY_PKGTEST_FRESH:-0}" = 1 ]; then
+    # From nothing: the cached Debian roots go once, here; the tests then
+    # share the one the first of them makes.
+    . "$here/lib.sh"
+    . "$here/debian_root.sh"
+    drop_debian_roots
+    export SPILLWAY_PKGTEST_FRESH=0
+fi
 if [ -z "$dist" ]; then
     echo "packaging: building both packages (tools/package.sh)"
     if bash "$source_root/tools/package.sh" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then

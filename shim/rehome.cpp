@@ -636,6 +636,12 @@ void pin_region_for_good(Region *r) {
     if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
 }
 
+bool region_moving(const Region *r) { return g_moving_region.load() == r; }
+
+void wait_out_move(const Region *r) {
+    if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
 bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
 
 void rehome_fork_parent() {

@@ -109,6 +109,13 @@ class RegionPin {
 // The same, never released: a region about to be retired (and deleted).
 void pin_region_for_good(Region *r);
 
+// True while a move of r is under way (or being checked): its bytes may be
+// in two homes, and its backing changes when the move ends. Only compares
+// r; never dereferences it.
+bool region_moving(const Region *r);
+// Returns once no move of r is under way (at once if none is).
+void wait_out_move(const Region *r);
+
 // True when a thread of this process is blocked in a read-like system call
 // whose buffer overlaps [start, start+len).
 bool read_in_flight(uintptr_t start, size_t len);

@@ -3,9 +3,11 @@
 // kernel's /proc/self/maps shows it (backing_truth.h), after every kind of
 // operation: each placement, realloc in place, moved and across the
 // threshold, a recycled region, spill and export, a query while a move is
-// under way, and a fork child's private copies. Adaptive tiering's moves
-// are checked the same way in test_tiering_cgroup.cpp (tiering_job). Runs
-// with SPILLWAY_POLICY=auto, threshold 1 MiB.
+// under way, and a fork child's private copies. Also that the addresses of
+// a region a move left a pool range behind are not reused before that
+// range is punched. Adaptive tiering's moves are checked the same way in
+// test_tiering_cgroup.cpp (tiering_job). Runs with SPILLWAY_POLICY=auto,
+// threshold 1 MiB.
 #include "backing_truth.h"
 #include "spillway.h"
 #include "support.h"
@@ -175,4 +177,59 @@ TEST_CASE("a fork child's inherited regions are private copies of where the pare
         return lies;
     });
     CHECK(status == 0);
+}
+
+TEST_CASE("a range a move left in a pool is not reused before it is punched") {
+    // A memfd pool region spilled to a file of its own keeps its pool range
+    // until it is retired (rehome.h). Grown where it cannot extend, it moved
+    // to new addresses by mremap and gave its old ones back at once; they
+    // name that range, so a region placed there read the old bytes, and lost
+    // its own when the range was punched at the free.
+    char *a = (char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY);
+    REQUIRE(a != nullptr);
+    std::vector<char *> held;
+    for (int i = 0; i < 64 && spillway_backing(a + 8 * MiB) == SPILLWAY_NONE; i++)
+        held.push_back((char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY)); // first fit reaches it
+    REQUIRE(spillway_backing(a + 8 * MiB) != SPILLWAY_NONE); // a cannot grow in place
+    fill(a, 0, 8 * MiB, 9);
+    REQUIRE(spillway_spill(a) == 0);
+    char *old = a;
+    a = (char *)realloc(a, 32 * MiB);
+    REQUIRE(a != nullptr);
+    CHECK(a != old);
+    CHECK(backing_lie(a) == "");
+    CHECK(first_mismatch(a, 0, 8 * MiB, 9) == SIZE_MAX);
+    // New regions fill the holes first fit, old's too if it is free: each
+    // must read as zeros, and keep what it is given when a is freed. One
+    // page per MiB is looked at (reading a memfd's hole allocates a page).
+    std::vector<char *> fresh;
+    bool reused_old = false;
+    for (int i = 0; i < 32 && !reused_old; i++) {
+        char *c = (char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY);
+        REQUIRE(c != nullptr);
+        reused_old = c == old;
+        for (size_t off = 0; off < 8 * MiB; off += MiB) {
+            INFO("new region " << i << " at " << (void *)c << " (the moved one was at " << (void *)old << ")");
+            CHECK(first_nonzero(c, off, 4096) == SIZE_MAX);
+            fill(c, off, 4096, 10 + i);
+        }
+        fresh.push_back(c);
+    }
+    // Freed, a is retired by the reaper thread: unmapped, its pool range
+    // punched, its addresses given back.
+    uintptr_t moved = (uintptr_t)a;
+    free(a);
+    REQUIRE(eventually([&] {
+        auto spans = mappings_over(moved, 32 * MiB);
+        return spans.size() == 1 && spans[0].perms == "---p"; // the arena's reserve again
+    }));
+    for (size_t i = 0; i < fresh.size(); i++) {
+        for (size_t off = 0; off < 8 * MiB; off += MiB) {
+            INFO("new region " << i << " at " << (void *)fresh[i]);
+            CHECK(first_mismatch(fresh[i], off, 4096, 10 + i) == SIZE_MAX);
+        }
+        CHECK(backing_lie(fresh[i]) == "");
+        free(fresh[i]);
+    }
+    for (char *h : held) free(h);
 }

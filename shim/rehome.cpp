@@ -593,8 +593,7 @@ int rehome_region(Region *r, SpillFile *dest) {
     int rc = move_chunks(r, dest, false, nullptr);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
-    stats_on_free(old, len);
-    stats_on_alloc(dest->kind, len);
+    stats_on_rehome(old, dest->kind, len); // the same region, elsewhere: no free, no new region
     return 0;
 }
 

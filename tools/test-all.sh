@@ -7,7 +7,8 @@
 # One line when a suite starts and one when it ends (its time, passed,
 # failed, and on failure the failing tests' names and the log to read);
 # apt's, the build's and every suite's full output go to log files under
-# one directory, named at the start. Ends with one line "N passed, N failed"
+# one directory, named at the start and kept only when something failed
+# (or the dependencies or the build did). Ends with one line "N passed, N failed"
 # (tests and integration scenarios) and a non-zero status if anything
 # failed; status 2 when the dependencies or the build failed.
 # Usage: bash tools/test-all.sh [--no-integration] [--suites "unit cli ..."]
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 logs=$(mktemp -d /var/tmp/spillway-test-all.XXXXXX)
-echo "test-all: full output of every step in $logs/"
+echo "test-all: full output of every step in $logs/ (removed at the end if everything passed)"
 all_start=$SECONDS
 
 # step NAME LOG COMMAND...: a line when it starts and one when it ends.
@@ -97,6 +98,11 @@ if [ "$integration" = 1 ]; then
     suite_end "integration" $((SECONDS - t0)) $((scen_all - scen_bad)) $((scen_bad + extra)) "$names" "$log"
 fi
 
-echo "test-all: all suites in $((SECONDS - all_start)) s; logs in $logs/"
+if [ "$failed" -eq 0 ]; then
+    rm -rf "$logs"
+    echo "test-all: all suites in $((SECONDS - all_start)) s"
+else
+    echo "test-all: all suites in $((SECONDS - all_start)) s; the logs of what failed are in $logs/"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,6 +4,7 @@
 #include "backing.h"
 #include "fd_policy.h"
 #include "region.h"
+#include "rehome.h"
 #include "stats.h"
 #include "stats_format.h"
 
@@ -106,13 +107,16 @@ size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, cons
     for (; listed < n; listed++) {
         const LiveRegion &r = regions[listed];
         uint64_t phase_ms = r.phase_since_ns && now_ns > r.phase_since_ns ? (now_ns - r.phase_since_ns) / 1000000 : 0;
+        char moving[48] = "";
+        if (r.moving_to)
+            snprintf(moving, sizeof moving, ",\"%s\":\"%s\"", key::moving_to, backing_name((Backing)r.moving_to));
         if (!append(buf, body_cap, &len,
                     "%s{\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":%llu,\"%s\":\"%s\","
-                    "\"%s\":%u}",
+                    "\"%s\":%u%s}",
                     listed ? "," : "", key::start, (unsigned long long)r.start, key::len,
                     (unsigned long long)r.len, key::backing, backing_name((Backing)r.backing), key::phase,
                     phase_name(r.phase), key::phase_ms, (unsigned long long)phase_ms, key::advice,
-                    advice_name(r.advice), key::fault_pages_s, r.fault_rate))
+                    advice_name(r.advice), key::fault_pages_s, r.fault_rate, moving))
             break;
     }
     append(buf, cap, &len, "],\"%s\":%llu}\n", key::unlisted,
@@ -137,6 +141,7 @@ void stats_live_tick(uint64_t now_ns) {
             c.phase_since_ns = r->phase_since_ns.load(std::memory_order_relaxed);
             c.fault_rate = r->fault_rate.load(std::memory_order_relaxed);
             c.advice = r->advice.load(std::memory_order_relaxed);
+            c.moving_to = (uint8_t)moving_to(r);
         }
     }
     pid_t pid = getpid();

@@ -41,6 +41,8 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
         view.advice = text_of(r, key::advice);
         view.phase_ms = r.count(key::phase_ms);
         view.fault_pages_s = r.count(key::fault_pages_s);
+        if (const JsonValue *m = r.get(key::moving_to); m && m->kind == JsonValue::Kind::string)
+            view.moving_to = m->text;
         s.regions.push_back(view);
     }
     return s;

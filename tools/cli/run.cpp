@@ -232,7 +232,7 @@ int run_command(const Args &args) {
         if (prepared.removed && !opts.quiet)
             std::cerr << "spillway run: removed " << prepared.removed << " stale spillway file(s) from "
                       << prepared.dir.path << "\n";
-        for (const std::string &k : prepared.kept) warn("run", "could not remove stale file " + k);
+        for (const std::string &k : prepared.kept) warn("run", "could not remove stale file " + k + " (the job runs; remove it by hand to free its disk space)");
     }
 
     const char *user_config = opts.overlay.lookup("SPILLWAY_CONFIG");

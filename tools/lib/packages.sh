@@ -21,4 +21,6 @@ TEST_PACKAGES=(
   libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
   python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
   chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
+  # tools/package.sh (the .deb and the wheel) and tests/packaging (venvs, a debootstrap root)
+  dpkg-dev debhelper dh-python lintian python3-mesonpy python3-pip python3-venv debootstrap
 )

@@ -14,6 +14,8 @@
 #include "shm/shm.h"
 #include "spilldir.h"
 #include "stats/stats.h"
+#include "stats/stats_live.h"
+#include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
 
 #include <cerrno>
@@ -75,6 +77,7 @@ bool engine_startup() {
     callsite_init(*s);
     sampler_init(*s);
     tiering_init(*s);
+    stats_live_init(moving_to); // the snapshot names a move under way (rehome.h)
     profile_load(*s);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;

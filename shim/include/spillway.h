@@ -37,7 +37,10 @@ enum {
 /* 1 when the shim is preloaded, configured and routing large allocations. */
 int spillway_is_active(void);
 
-/* Backing of the region holding p (any interior pointer), SPILLWAY_NONE otherwise. */
+/* Backing of the region holding p (any interior pointer), SPILLWAY_NONE otherwise.
+ * Every byte of the region lives there: a region being moved (spill, export,
+ * adaptive tiering) is answered once the move is over (milliseconds to a
+ * second). Every call below that looks at a region does the same. */
 int spillway_backing(const void *p);
 
 /* 1 when p lies in a disk-backed region, 0 otherwise. */

@@ -31,7 +31,7 @@ const char kSnapshot[] =
     "{\"start\":140000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"random\",\"phase_ms\":2500,"
     "\"advice\":\"random\",\"fault_pages_s\":300},"
     "{\"start\":150000000000,\"len\":8388608,\"backing\":\"memory\",\"phase\":\"undecided\",\"phase_ms\":0,"
-    "\"advice\":\"normal\",\"fault_pages_s\":0}],\"unlisted\":3}\n";
+    "\"advice\":\"normal\",\"fault_pages_s\":0,\"moving_to\":\"disk\"}],\"unlisted\":3}\n";
 
 JobSample sample_at(uint64_t mono_ns, uint64_t majflt, uint64_t read_bytes, uint64_t cg_majfault) {
     JobSample s;
@@ -181,6 +181,8 @@ TEST_CASE("top: a live snapshot is read whole, or not at all") {
     CHECK(s->regions[0].phase_ms == 2500);
     CHECK(s->regions[0].fault_pages_s == 300);
     CHECK(s->regions[1].backing == "memory");
+    CHECK(s->regions[0].moving_to.empty());
+    CHECK(s->regions[1].moving_to == "disk"); // being moved: in two homes until the move ends
     std::string cut(kSnapshot);
     CHECK_FALSE(parse_live_snapshot(cut.substr(0, cut.size() / 2)));
     CHECK_FALSE(find_live_snapshot(getpid())); // the test process runs no shim
@@ -231,6 +233,7 @@ TEST_CASE("top: rates come from two samples; the frame shows them, plainly witho
     CHECK(frame.find("4242     1      python3") != std::string::npos);
     CHECK(frame.find("100     8.00KiB  16.0MiB/64.0MiB (1)") != std::string::npos);
     CHECK(frame.find("disk   res/reserved 16.0MiB/64.0MiB") != std::string::npos);
+    CHECK(frame.find("memory>disk res/reserved") != std::string::npos); // the region being moved
     CHECK(frame.find("phase random 2.5s  advice random  faulted 300 pages/s") != std::string::npos);
     CHECK(frame.find("... 3 more regions") != std::string::npos);
     CHECK(frame.find("fallbacks so far: 2") != std::string::npos);

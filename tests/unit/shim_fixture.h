@@ -7,6 +7,8 @@
 #include "backing/backing.h"
 #include "sites/callsite.h"
 #include "access/sampler.h"
+#include "stats/stats_live.h"
+#include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
 #include "config.h"
 #include "large/large.h"
@@ -47,6 +49,7 @@ inline void bring_up() {
         spillway::callsite_init(s);
         spillway::sampler_init(s);
         spillway::tiering_init(s);
+        spillway::stats_live_init(spillway::moving_to);
         spillway::profile_load(s);
         spillway::g_large_threshold = s.threshold;
         std::atexit([] { std::system(("rm -rf " + settings().spill_dir).c_str()); });

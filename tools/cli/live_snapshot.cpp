@@ -41,6 +41,7 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
         view.advice = text_of(r, key::advice);
         view.phase_ms = count(r, key::phase_ms);
         view.fault_pages_s = count(r, key::fault_pages_s);
+        if (const Json *m = member(r, key::moving_to); m && m->is_string()) view.moving_to = m->get<std::string>();
         s.regions.push_back(view);
     }
     return s;

@@ -24,6 +24,7 @@ namespace spillway::cli {
 struct LiveRegionView {
     uint64_t start = 0, len = 0;
     std::string backing, phase, advice;
+    std::string moving_to; // while a move is under way: where to ("" otherwise; backing is where from)
     uint64_t phase_ms = 0;
     uint64_t fault_pages_s = 0;
 };

@@ -304,7 +304,12 @@ size_t large_usable_size(const void *p) {
 
 // Moves an anonymous or dedicated-file region to a larger arena range
 // without copying its bytes (mremap). Returns the new start or 0.
+// Not a region a move left a pool range behind (Region::left_pool): its
+// addresses name that range until it is punched at retirement, and given
+// back here they were reused at once, over the old bytes, which the punch
+// then took from the new region (test_backing_truth.cpp).
 static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
+    if (r->left_pool) return 0;
     if (r->backing == Backing::disk) {
         SpillFile *f = r->file;
         if (!f || f->pool || f->foreign || r->is_private) return 0;

@@ -72,11 +72,26 @@ int give_own_disk_file(Region *r) {
 
 bool large_view(const void *p, RegionView *out) {
     if (!arena::owns(p)) return false;
-    std::lock_guard<std::mutex> guard(large_lock());
-    Region *r = live_region_holding(p);
-    if (!r) return false;
-    fill_view(r, out);
-    return true;
+    // A region being moved (rehome.h) lives partly in its old home and
+    // partly in its new one, and its backing changes only once the last
+    // chunk has moved: a view taken then would name a home that no longer
+    // holds all of its bytes (integration scenario 9 read "memory" over a
+    // spill file, issue 25). So a move under way is waited out first. The
+    // view is copied under the large lock, under which the tiering mover
+    // checks a region before moving it: none starts meanwhile.
+    for (;;) {
+        Region *r;
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            r = live_region_holding(p);
+            if (!r) return false;
+            if (!region_moving(r)) {
+                fill_view(r, out);
+                return true;
+            }
+        }
+        wait_out_move(r);
+    }
 }
 
 bool large_stop_read_ahead(const void *p) {

@@ -38,12 +38,16 @@ void stats_on_fallback(Fallback why) {
     g_stats.fallbacks[(int)why].fetch_add(1, std::memory_order_relaxed);
 }
 
-void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns) {
+void stats_on_rehome(Backing from, Backing to, size_t bytes) {
     g_stats.live_bytes[(int)from].fetch_sub(bytes, std::memory_order_relaxed);
     uint64_t live = g_stats.live_bytes[(int)to].fetch_add(bytes, std::memory_order_relaxed) + bytes;
     uint64_t peak = g_stats.peak_bytes[(int)to].load(std::memory_order_relaxed);
     while (live > peak && !g_stats.peak_bytes[(int)to].compare_exchange_weak(peak, live)) {
     }
+}
+
+void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns) {
+    stats_on_rehome(from, to, bytes);
     if (to == Backing::disk) {
         g_stats.demotions.fetch_add(1, std::memory_order_relaxed);
         g_stats.demoted_bytes.fetch_add(bytes, std::memory_order_relaxed);

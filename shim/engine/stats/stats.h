@@ -39,8 +39,12 @@ void stats_on_alloc(Backing b, size_t bytes);
 void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
 void stats_on_free(Backing b, size_t bytes);
 void stats_on_fallback(Fallback why);
-// A live region changed backing in place (not a new region, not a free).
+// A live region changed backing in place (not a new region, not a free):
+// its bytes leave one backing's live count for the other's. stats_on_move
+// is a tiering move (a promotion or a demotion, counted as one);
+// stats_on_rehome is any other (spillway_spill, spillway_export).
 void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns);
+void stats_on_rehome(Backing from, Backing to, size_t bytes);
 // Fork child: start counting afresh (regions it inherited stay live), so the
 // lines of a process tree add up instead of repeating the parent's counts.
 void stats_after_fork_child();

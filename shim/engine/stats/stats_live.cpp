@@ -27,6 +27,7 @@ int g_fd = -1;           // the memfd, once made
 pid_t g_fd_pid = 0;      // the process that made it (a fork child makes its own)
 dev_t g_fd_dev = 0;      // its identity, to notice a descriptor closed and reused
 ino_t g_fd_ino = 0;
+MovingToFn g_moving_to = nullptr; // stats_live_init
 
 bool still_ours(int fd) {
     struct stat st;
@@ -106,19 +107,24 @@ size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, cons
     for (; listed < n; listed++) {
         const LiveRegion &r = regions[listed];
         uint64_t phase_ms = r.phase_since_ns && now_ns > r.phase_since_ns ? (now_ns - r.phase_since_ns) / 1000000 : 0;
+        char moving[48] = "";
+        if (r.moving_to)
+            snprintf(moving, sizeof moving, ",\"%s\":\"%s\"", key::moving_to, backing_name((Backing)r.moving_to));
         if (!append(buf, body_cap, &len,
                     "%s{\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":%llu,\"%s\":\"%s\","
-                    "\"%s\":%u}",
+                    "\"%s\":%u%s}",
                     listed ? "," : "", key::start, (unsigned long long)r.start, key::len,
                     (unsigned long long)r.len, key::backing, backing_name((Backing)r.backing), key::phase,
                     phase_name(r.phase), key::phase_ms, (unsigned long long)phase_ms, key::advice,
-                    advice_name(r.advice), key::fault_pages_s, r.fault_rate))
+                    advice_name(r.advice), key::fault_pages_s, r.fault_rate, moving))
             break;
     }
     append(buf, cap, &len, "],\"%s\":%llu}\n", key::unlisted,
            (unsigned long long)(total > listed ? total - listed : 0));
     return len;
 }
+
+void stats_live_init(MovingToFn moving_to) { g_moving_to = moving_to; }
 
 void stats_live_tick(uint64_t now_ns) {
     if (g_last_write_ns && now_ns - g_last_write_ns < kLivePeriodNs) return;
@@ -137,6 +143,7 @@ void stats_live_tick(uint64_t now_ns) {
             c.phase_since_ns = r->phase_since_ns.load(std::memory_order_relaxed);
             c.fault_rate = r->fault_rate.load(std::memory_order_relaxed);
             c.advice = r->advice.load(std::memory_order_relaxed);
+            c.moving_to = (uint8_t)(g_moving_to ? g_moving_to(r) : Backing::none);
         }
     }
     pid_t pid = getpid();

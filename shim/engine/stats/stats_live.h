@@ -4,8 +4,9 @@
 // stats.h is written only at exit).
 //
 // What it carries is what only the shim knows: each region's address range,
-// backing, the detector's phase and the advice in force, and the pages it
-// faulted in per second. Residency, faults and I/O the readers take from
+// backing (and, while a move is under way, where it is going), the
+// detector's phase and the advice in force, and the pages it faulted in per
+// second. Residency, faults and I/O the readers take from
 // /proc, which is authoritative.
 //
 // Why a memfd and not a file in the spill directory: it dies with the
@@ -24,7 +25,9 @@
 // texts naming its pid.
 #pragma once
 
+#include "registry/placement.h"
 #include "stats_format.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
@@ -40,8 +43,15 @@ struct LiveRegion {
     uint32_t fault_rate = 0; // pages per second
     int advice = 0;
     uint8_t backing = 0, phase = 0;
+    uint8_t moving_to = 0; // a move under way takes it there (Backing; 0: none)
 };
 
+// At start-up: where a move under way is taking region r, or Backing::none
+// (tiering/rehome.h moving_to). The mover is a layer above this one, so it
+// is handed in; unset, no region shows a move.
+struct Region;
+using MovingToFn = Backing (*)(const Region *r);
+void stats_live_init(MovingToFn moving_to);
 // Called by the sampler thread every tick: rewrites the file when
 // kLivePeriodNs have passed since the last write.
 void stats_live_tick(uint64_t now_ns);

@@ -42,6 +42,7 @@ uint64_t g_forked_at_ns = 0;
 // An untrusted fork child (fork_safety.h): inherited regions stay as they are.
 bool g_untrusted = false;
 std::atomic<Region *> g_moving_region{nullptr};
+std::atomic<uint8_t> g_moving_to{0}; // its destination's Backing; stored before g_moving_region
 // The region being moved, and within it the chunk that is read-only now.
 std::atomic<uintptr_t> g_region_start{0}, g_region_end{0};
 std::atomic<uintptr_t> g_chunk_start{0}, g_chunk_end{0};
@@ -589,14 +590,14 @@ int rehome_region(Region *r, SpillFile *dest) {
     if (g_untrusted) return -EPERM; // fork_safety.h: inherited regions stay as they are
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_to.store((uint8_t)dest->kind);
     g_moving_region.store(r);
     Backing old = r->backing;
     size_t len = r->map_len;
     int rc = move_chunks(r, dest, false, nullptr);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
-    stats_on_free(old, len);
-    stats_on_alloc(dest->kind, len);
+    stats_on_rehome(old, dest->kind, len); // the same region, elsewhere: no free, no new region
     return 0;
 }
 
@@ -605,6 +606,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     const uint64_t t0 = monotonic_ns();
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_to.store((uint8_t)dest->kind);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
     int rc = 0;
     {
@@ -635,6 +637,16 @@ void RegionPin::release() {
 
 void pin_region_for_good(Region *r) {
     r->pins.fetch_add(1);
+    if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
+bool region_moving(const Region *r) { return g_moving_region.load() == r; }
+
+Backing moving_to(const Region *r) {
+    return g_moving_region.load() == r ? (Backing)g_moving_to.load() : Backing::none;
+}
+
+void wait_out_move(const Region *r) {
     if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
 }
 

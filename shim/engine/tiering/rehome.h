@@ -32,6 +32,8 @@
 // /proc/self/task/*/syscall); asynchronous I/O (io_uring, AIO) is invisible.
 #pragma once
 
+#include "registry/placement.h" // Backing
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -108,6 +110,15 @@ class RegionPin {
 
 // The same, never released: a region about to be retired (and deleted).
 void pin_region_for_good(Region *r);
+
+// True while a move of r is under way (or being checked): its bytes may be
+// in two homes, and its backing changes when the move ends. Only compares
+// r; never dereferences it.
+bool region_moving(const Region *r);
+// Returns once no move of r is under way (at once if none is).
+void wait_out_move(const Region *r);
+// Where a move of r under way is taking it, or Backing::none.
+Backing moving_to(const Region *r);
 
 // True when a thread of this process is blocked in a read-like system call
 // whose buffer overlaps [start, start+len).

@@ -58,11 +58,17 @@ const char *demote_reason_name(DemoteReason r) {
     return "?";
 }
 
+double growth_forecast(const PressureInput &in, const TierSettings &s) {
+    const double horizon = (double)s.horizon_ms / 1000.0;
+    const double fill = std::max(0.0, in.fill_growth) * horizon;
+    return std::max(0.0, in.growth) * horizon + std::min(fill, (double)in.unfilled);
+}
+
 PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s) {
     PressureVerdict v;
     if (!in.limited) return v;
     uint64_t distance = in.limit > in.unreclaimable ? in.limit - in.unreclaimable : 0;
-    double forecast = in.growth > 0 ? in.growth * (double)s.horizon_ms / 1000.0 : 0;
+    double forecast = growth_forecast(in, s);
     uint64_t want_free = s.demote_margin + (uint64_t)forecast;
     if (distance < s.demote_margin) {
         v.reason = DemoteReason::near_limit;
@@ -118,6 +124,22 @@ std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_
         return c[a].bytes > c[b].bytes;
     });
     return take_until_covered(c, eligible, need);
+}
+
+FillChange fill_change(const std::vector<FillSample> &before, const std::vector<FillSample> &now) {
+    auto order = [](const FillSample &a, const FillSample &b) {
+        return a.id != b.id ? a.id < b.id : a.born_ns < b.born_ns;
+    };
+    std::vector<FillSample> was(before);
+    std::sort(was.begin(), was.end(), order);
+    FillChange c;
+    for (const FillSample &n : now) {
+        auto it = std::lower_bound(was.begin(), was.end(), n, order);
+        if (it == was.end() || it->id != n.id || it->born_ns != n.born_ns || it->bytes != n.bytes) continue;
+        c.filled += (int64_t)n.resident - (int64_t)it->resident;
+        c.unfilled += n.bytes > n.resident ? n.bytes - n.resident : 0;
+    }
+    return c;
 }
 
 double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns) {

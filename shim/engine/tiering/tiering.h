@@ -11,6 +11,11 @@
 // limit, or would reach it within horizon_ms at its current growth rate, or
 // the kernel reports pressure (cgroup v2 memory.events max/oom, PSI), memory
 // and anon regions move to disk, coldest first, until that much is freed.
+// The part of the growth that is this process's memory and anon regions
+// filling is bounded: they can add no more than their pages not yet
+// resident. Extrapolating a fill past its region's end demoted a 256 MiB
+// memfd region that fitted a 512 MiB container with room to spare, when the
+// fill took longer than two looks (integration scenario 9, issue 25).
 //
 // Invariant: every function here is pure (inputs in, plan out): no file,
 // no lock, no clock, so the rules are unit-tested exactly. tiering_loop.cpp
@@ -60,7 +65,16 @@ std::vector<size_t> plan_promotions(const std::vector<TierCandidate> &c, uint64_
 struct PressureInput {
     bool limited = false;
     uint64_t limit = 0, unreclaimable = 0;
-    double growth = 0;           // sustained bytes per second of unreclaimable usage (may be < 0)
+    // Sustained bytes per second of unreclaimable usage (may be < 0), less
+    // the fill below when it is known.
+    double growth = 0;
+    // This process's memory and anon regions that existed at the last look
+    // too (0 and 0: not measured, the whole growth is in `growth`): bytes
+    // per second of their pages becoming resident over the last look, and
+    // their bytes not resident yet, the most that filling them can add.
+    // New regions are not in it: allocating them is a trend.
+    double fill_growth = 0;
+    uint64_t unfilled = 0;
     uint64_t new_max_events = 0; // cgroup v2 memory.events max + oom since the last look
     double psi_some_avg10 = 0;   // cgroup v2 memory.pressure, percent
 };
@@ -77,6 +91,9 @@ struct PressureVerdict {
 constexpr double kPsiPressurePercent = 10.0;
 
 PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s);
+// The growth expected within horizon_ms (bytes, never negative): `growth`
+// extrapolated, plus the fill extrapolated up to what is left unfilled.
+double growth_forecast(const PressureInput &in, const TierSettings &s);
 
 // Indices of the memory and anon regions to demote, coldest first (least
 // benefit, then the longest since they last moved, then the largest) until
@@ -92,6 +109,20 @@ std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t
 // least benefit first, until `need` bytes: never the one promoted (skip),
 // never one in a random phase (its cached pages are what it reads).
 std::vector<size_t> plan_cache_donors(const std::vector<TierCandidate> &c, size_t skip, uint64_t need);
+
+// One memory or anon region's residency at a look (measured with mincore).
+struct FillSample {
+    const void *id = nullptr; // the Region: with born_ns, tells a region from a later one at the same place
+    uint64_t born_ns = 0;
+    size_t bytes = 0, resident = 0;
+};
+struct FillChange {
+    int64_t filled = 0;    // bytes that became resident (negative: released)
+    uint64_t unfilled = 0; // bytes not resident now
+};
+// Over the regions present at both looks (same id, birth and size): what
+// filled between them and what is left to fill.
+FillChange fill_change(const std::vector<FillSample> &before, const std::vector<FillSample> &now);
 
 // Growth rate of usage over one look: (value - prev) / dt, bytes per second.
 double growth_rate(uint64_t prev, uint64_t value, uint64_t dt_ns);

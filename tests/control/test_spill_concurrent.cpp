@@ -151,7 +151,7 @@ TEST_CASE("a spill is still safe after another library replaced the SIGSEGV hand
     CHECK(status == kOk);
 }
 
-// KNOWN LIMITATION (documented in spillway.h and shim/rehome.h): the kernel's
+// KNOWN LIMITATION (documented in spillway.h and shim/engine/tiering/rehome.h): the kernel's
 // own stores into a region being moved fail with EFAULT instead of waiting;
 // only userfaultfd write-protection could fix it, and container seccomp
 // profiles forbid userfaultfd. The move is chunked (16 MiB read-only at a

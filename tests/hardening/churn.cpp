@@ -293,7 +293,7 @@ int main(int argc, char **argv) {
     do_fork(rng);
     // Every warm-up region is freed; the baseline waits until none is
     // mapped any more: past the recycle cache's idle time (1 s, trimmed
-    // every 250 ms, shim/recycle.h) and the reaper's queue. A fixed 2 s
+    // every 250 ms, shim/engine/large/recycle.h) and the reaper's queue. A fixed 2 s
     // sleep assumed the reaper ran within it; a starved one had not, and
     // the check then blamed the churn for mappings the warm-up left.
     // It also waits for the detector thread's first tick, which opens the

@@ -1,6 +1,6 @@
 // test_direct_write.cpp — a demotion's writer: aligned ranges go to the
 // disk past the page cache, anything else through it, every byte lands.
-#include "direct_write.h"
+#include "os/direct_write.h"
 #include "test_tmp.h"
 
 #include <cstdlib>

@@ -6,7 +6,7 @@
 // full (closing the descriptor it was given), and closes a stream's
 // descriptor when the stream ends.
 #include "test_tmp.h"
-#include "prefetch_worker.h"
+#include "access/prefetch_worker.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

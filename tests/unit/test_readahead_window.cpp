@@ -2,7 +2,7 @@
 // partition (its disk's queue), a bdi-only device, nothing known; and the
 // real file system under /var/tmp against what sysfs says.
 #include "test_tmp.h"
-#include "readahead_window.h"
+#include "os/readahead_window.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

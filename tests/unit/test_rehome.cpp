@@ -2,10 +2,10 @@
 // address, same bytes, and writers running during the move lose nothing.
 #include "shim_fixture.h"
 
-#include "policy.h"
-#include "reaper.h"
-#include "region.h"
-#include "rehome.h"
+#include "large/policy.h"
+#include "backing/reaper.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
 #include "spillway.h"
 
 #include <atomic>

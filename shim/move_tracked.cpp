@@ -33,8 +33,6 @@ constexpr size_t kSettled = size_t(256) << 10;
 // yet mapped waits for at most, besides its own batch.
 constexpr size_t kPullBatch = size_t(256) << 10;
 
-size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
-
 int write_all(int fd, const char *src, size_t n, uint64_t off) {
     while (n) {
         ssize_t w = pwrite(fd, src, n, (off_t)off);
@@ -353,9 +351,6 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
 int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
                        const FileCopy &copy, TrackedPause *pause) {
     if (level_ != uffd::Level::full) return -ENOTSUP;
-    const size_t page = page_size();
-    // A minor fault maps a page dest holds: every page of the chunk must exist.
-    if (fallocate(dest_fd, 0, (off_t)dest_off, (off_t)len) != 0) return -errno;
     void *staged = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, dest_fd, (off_t)dest_off);
     if (staged == MAP_FAILED) return -errno;
     int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMinor | uffd::kModeMissing);
@@ -369,56 +364,29 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
         return rc;
     }
     const size_t batches = (len + kPullBatch - 1) / kPullBatch;
-    std::vector<bool> done(batches, false); // copied into dest
-    std::vector<size_t> unmapped;           // copied, not mapped yet
-    // Maps batch b's pages. A page mapped already (served before) is
-    // skipped; one zapped since (writeback's MADV_DONTNEED) is mapped again.
-    // -EAGAIN until the helper's mremap has returned (the kernel refuses to
-    // map while a remap event is in flight): the batch is mapped later.
-    auto map_batch = [&](size_t b) -> int {
-        size_t rel = b * kPullBatch, n = len - rel < kPullBatch ? len - rel : kPullBatch;
-        for (uintptr_t from = at + rel, end = from + n; from < end;) {
-            size_t mapped = 0;
-            int e = uffd::map_continue(uffd_, from, end - from, &mapped);
-            if (e == 0) break;
-            if (e == -EAGAIN) {
-                unmapped.push_back(b);
-                return 0;
-            }
-            if (e != -EEXIST) return e;
-            from += mapped + page;
-        }
-        return 0;
-    };
+    std::vector<bool> done(batches, false); // in dest, and its pages fault normally
+    // A batch is copied, then leaves the context: the accesses waiting in it
+    // are woken and map dest's pages like any others. (Not UFFDIO_CONTINUE:
+    // the kernel refuses it until the helper's mremap has returned, and
+    // that return waits for the helper to be scheduled again.)
     auto serve = [&](size_t b) -> int {
+        if (done[b]) return 0;
         size_t rel = b * kPullBatch, n = len - rel < kPullBatch ? len - rel : kPullBatch;
-        if (!done[b])
-            if (int e = copy(dest_fd, dest_off, rel, n)) return e;
+        if (int e = copy(dest_fd, dest_off, rel, n)) return e;
         done[b] = true;
-        return map_batch(b);
+        return uffd::unregister_range(uffd_, at + rel, n);
     };
     uint64_t last = monotonic_ns(), longest = 0;
-    for (size_t next = 0; rc == 0 && (next < batches || !unmapped.empty());) {
-        std::vector<size_t> retry;
-        retry.swap(unmapped);
-        for (size_t b : retry)
-            if (rc == 0) rc = map_batch(b);
+    for (size_t next = 0; next < batches && rc == 0; next++) {
         reader_->take(faults);
         for (uintptr_t f : faults)
             if (rc == 0 && f >= at && f < at + len) rc = serve((f - at) / kPullBatch);
-        if (next < batches) {
-            if (rc == 0 && !done[next]) rc = serve(next);
-            next++;
-        } else if (rc == 0) {
-            reader_->finish(); // only mapping is left, and it waits for that
-        }
+        if (rc == 0) rc = serve(next);
         uint64_t t = monotonic_ns();
         if (t - last > longest) longest = t - last;
         last = t;
     }
-    // Waiters left (a page zapped after it was mapped) retry as the range
-    // becomes an ordinary mapping of dest.
-    if (rc == 0) rc = uffd::unregister_range(uffd_, at, len);
+    if (rc == 0) rc = uffd::unregister_range(uffd_, at, len); // nothing should be left
     reader_->finish();
     if (rc != 0) {
         put_back_pulled(at, len, old_fd, old_off, dest_fd, dest_off, done, kPullBatch);
@@ -431,11 +399,14 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
     return 0;
 }
 
-// A pull that failed half way: accesses wait again (the range's entries
-// zapped: a minor fault each), the batches already in dest (written since,
-// maybe) go back into the old file, and the old file is mapped again.
+// A pull that failed half way: accesses wait again (the whole range in the
+// context, its entries zapped: a minor fault each), the batches already in
+// dest (written since, maybe) go back into the old file, and the old file
+// is mapped again.
 void TrackedMover::put_back_pulled(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd,
                                    uint64_t dest_off, const std::vector<bool> &done, size_t batch) {
+    if (int rc = uffd::register_range(uffd_, at, len, uffd::kModeMinor | uffd::kModeMissing))
+        lost(at, "waiting again", rc);
     madvise((void *)at, len, MADV_DONTNEED);
     for (size_t b = 0; b < done.size(); b++) {
         if (!done[b]) continue;

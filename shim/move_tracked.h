@@ -33,8 +33,9 @@
 //    registered for minor faults, and moved over the range in one mremap.
 //    From then the old file is mapped nowhere, so its bytes cannot change;
 //    every access to the range waits for its page. The chunk is copied in
-//    small batches and each batch mapped (UFFDIO_CONTINUE), the pages that
-//    someone waits for first.
+//    small batches, the ones someone waits in first, and each batch copied
+//    leaves the context (UFFDIO_UNREGISTER of its range wakes its waiters,
+//    whose faults then map dest's pages as any fault would).
 //
 //  file to file (exporting a region of the disk pool): pulled into a memfd
 //    of the chunk's size, then blocked from it into dest.
@@ -89,7 +90,8 @@ class TrackedMover {
     // Level::full, the old home in memory (shmem: a memfd).
     int block(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off, const FirstCopy &first,
               TrackedPause *pause);
-    // Level::full, the old home old_fd at old_off, dest a memfd.
+    // Level::full, the old home old_fd at old_off, dest a memfd (shmem: a
+    // range of it can wait in minor and missing faults).
     int pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
              const FileCopy &copy, TrackedPause *pause);
     // Level::full, file to file.

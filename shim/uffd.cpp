@@ -163,15 +163,6 @@ int wake(int fd, uintptr_t at, size_t len) {
     return ioctl_rc(fd, UFFDIO_WAKE, &r);
 }
 
-int map_continue(int fd, uintptr_t at, size_t len, size_t *mapped) {
-    uffdio_continue c{};
-    c.range.start = at;
-    c.range.len = len;
-    int rc = ioctl_rc(fd, UFFDIO_CONTINUE, &c);
-    if (mapped) *mapped = c.mapped > 0 ? (size_t)c.mapped : 0;
-    return rc;
-}
-
 int read_messages(int fd, std::vector<uintptr_t> *faults, unsigned *remaps) {
     uffd_msg msgs[16];
     int total = 0;

@@ -48,13 +48,12 @@ constexpr uint64_t kModeMinor = 1u << 2;
 // non-blocking; the descriptor, or -errno.
 int open_context(uint64_t features, bool user_only);
 int register_range(int fd, uintptr_t at, size_t len, uint64_t modes);
+// Also wakes the threads waiting on a fault in the range (they retry it as
+// an ordinary fault).
 int unregister_range(int fd, uintptr_t at, size_t len);
 int write_protect(int fd, uintptr_t at, size_t len);
 // Wakes threads waiting on a fault in [at, at+len) (they retry it).
 int wake(int fd, uintptr_t at, size_t len);
-// Maps the pages of [at, at+len) that shmem already holds (minor faults);
-// -EEXIST when one was mapped already (*mapped: bytes mapped before it).
-int map_continue(int fd, uintptr_t at, size_t len, size_t *mapped);
 
 // Reads pending messages without blocking; appends the addresses of page
 // faults to faults and counts remap events in *remaps (reading an event is

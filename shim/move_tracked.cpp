@@ -298,6 +298,7 @@ int TrackedMover::block(uintptr_t at, size_t len, bool shmem, int dest_fd, uint6
 // why nothing is lost).
 int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off,
                             TrackedPause *pause) {
+    if (before_swap) before_swap(at, len);
     // An access that finds no page-table entry waits from here: a missing
     // fault (anonymous, or a hole of the memfd), a minor one (a memfd's page).
     uint64_t t0 = monotonic_ns();
@@ -356,6 +357,7 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
     int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMinor | uffd::kModeMissing);
     std::vector<uintptr_t> faults;
     reader_->take(faults); // older ones are answered already
+    if (before_swap) before_swap(at, len);
     uint64_t t0 = monotonic_ns();
     // One step: the old file's chunk leaves the range, dest (no page mapped) takes its place.
     if (rc == 0) rc = reader_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, &t0);

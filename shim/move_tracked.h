@@ -106,6 +106,12 @@ class TrackedMover {
     // ...or, when the read-only step failed: the chunk leaves the context.
     void forget(uintptr_t at, size_t len);
 
+    // Called before the step that takes the old pages out of the range (the
+    // last step of a block, the swap of a pull): a device may still write
+    // pages that direct I/O pinned, wherever they are mapped by then, so
+    // the caller waits for the reads it can see (rehome.h read_in_flight).
+    std::function<void(uintptr_t at, size_t len)> before_swap;
+
   private:
     struct Reader; // the thread that reads the context's messages (mremap waits for its remap events)
 

@@ -386,6 +386,14 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     const bool to_memory = dest->kind == Backing::memory;
     TrackedMover tracked;
     uffd::Level level = tracked.begin();
+    tracked.before_swap = [out](uintptr_t at, size_t n) {
+        uint64_t w0 = monotonic_ns();
+        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        if (out) out->waited_ns += monotonic_ns() - w0;
+    };
     DiskReader reader;
     bool reader_fits = to_memory && src.backing == Backing::disk;
     if (reader_fits || (level == uffd::Level::full && src.backing == Backing::disk)) {
@@ -602,7 +610,21 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
 }
 
 // /proc/self/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" for a blocked thread.
-bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
+// Whether this process's descriptor fd was opened O_DIRECT (/proc/self/fdinfo).
+bool opened_direct(unsigned long long fd) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%llu", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return false;
+    ssize_t n = read(f, buf, sizeof buf - 1);
+    close(f);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *flags = strstr(buf, "flags:");
+    return flags && (strtoul(flags + 6, nullptr, 8) & O_DIRECT);
+}
+
+bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end, bool direct_only) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[256];
@@ -613,6 +635,9 @@ bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
     unsigned long long nr, a[6];
     if (sscanf(buf, "%llu %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) != 7)
         return false;
+    // Direct I/O pins the buffer's pages and the device writes them later;
+    // a socket or a buffered read copies through the address (tracked).
+    if (direct_only && (nr == SYS_recvfrom || nr == SYS_recvmsg || !opened_direct(a[0]))) return false;
     auto hits = [&](uint64_t p, uint64_t len) { return len && p < end && p + len > start; };
     auto iov_hits = [&](uint64_t iov, uint64_t count) {
         if (count > 1024) count = 1024;
@@ -666,7 +691,7 @@ void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, co
     }
 }
 
-bool read_in_flight(uintptr_t start, size_t len) {
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only) {
     DIR *d = opendir("/proc/self/task");
     if (!d) return false;
     bool found = false;
@@ -675,7 +700,7 @@ bool read_in_flight(uintptr_t start, size_t len) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == self) continue;
         char path[300];
         snprintf(path, sizeof path, "/proc/self/task/%.200s/syscall", e->d_name);
-        if ((found = syscall_reads_into(path, start, start + len))) break;
+        if ((found = syscall_reads_into(path, start, start + len, direct_only))) break;
     }
     closedir(d);
     return found;

@@ -121,8 +121,10 @@ class RegionPin {
 void pin_region_for_good(Region *r);
 
 // True when a thread of this process is blocked in a read-like system call
-// whose buffer overlaps [start, start+len).
-bool read_in_flight(uintptr_t start, size_t len);
+// whose buffer overlaps [start, start+len); direct_only: a read(v) or
+// pread(v) of a descriptor opened O_DIRECT (the device writes the pages it
+// pinned, wherever they are mapped by then).
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only = false);
 
 // Fork (fork_safety.h, lock 3 of its order): prepare waits for a move in
 // flight unless this thread is the mover (returns false then); the child

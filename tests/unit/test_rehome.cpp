@@ -268,6 +268,33 @@ TEST_CASE("a thread blocked reading into a region is seen, and the mover waits f
     reaper_drain();
 }
 
+TEST_CASE("a read blocked on a descriptor opened O_DIRECT is told apart (its pages are pinned)") {
+    // A pipe's read end given O_DIRECT (fcntl F_SETFL) carries the flag as a
+    // disk file opened for direct I/O does, and a read of it blocks until written.
+    char *buf = (char *)mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(buf != MAP_FAILED);
+    for (int direct : {0, 1}) {
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        if (direct) REQUIRE(fcntl(fds[0], F_SETFL, O_DIRECT) == 0);
+        ssize_t got = -1;
+        std::thread reader([&] { got = read(fds[0], buf + 8192, 4096); });
+        bool seen = false;
+        for (int i = 0; i < 500 && !seen; i++) {
+            seen = read_in_flight((uintptr_t)buf, 1 << 20);
+            if (!seen) usleep(2000);
+        }
+        CHECK(seen);
+        CHECK(read_in_flight((uintptr_t)buf, 1 << 20, true) == (direct == 1));
+        REQUIRE(write(fds[1], "x", 1) == 1);
+        reader.join();
+        CHECK(got == 1);
+        close(fds[0]);
+        close(fds[1]);
+    }
+    munmap(buf, 1 << 20);
+}
+
 TEST_CASE("the promotion's copy plan: cached pages through the mapping, written pages from disk, the rest skipped") {
     const size_t P = 4096;
     // Pages: 0-1 cached, 2 neither, 3-5 on disk only, 6 cached and on disk, 7 on disk, 8-9 neither.

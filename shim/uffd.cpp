@@ -6,12 +6,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace spillway::uffd {
@@ -51,6 +54,44 @@ int64_t supported(bool user_only) {
     return rc < 0 ? rc : (int64_t)api.features;
 }
 
+// Whether a seccomp filter is installed on this process (/proc/self/status).
+bool under_seccomp_filter() {
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return true; // cannot tell: assume one
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return true;
+    buf[n] = 0;
+    const char *at = strstr(buf, "\nSeccomp:");
+    return !at || strtol(at + 9, nullptr, 10) != 0;
+}
+
+int child_asks(void *arg) {
+    auto *got = (int64_t *)arg;
+    got[0] = supported(false);
+    got[1] = supported(true);
+    return 0;
+}
+
+// A seccomp filter may kill a process that makes a call it forbids
+// (SECCOMP_RET_KILL_*: systemd's SystemCallFilter= without
+// SystemCallErrorNumber=) instead of failing the call. Under a filter the
+// first calls are made by a child sharing this process's memory
+// (CLONE_VM | CLONE_VFORK: no fork handler runs, no SIGCHLD is sent; this
+// thread waits until it is gone), whose death says so. False: killed.
+bool child_survives_asking() {
+    constexpr size_t kStack = 64 << 10;
+    void *stack = mmap(nullptr, kStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return false;
+    int64_t got[2] = {0, 0};
+    pid_t pid = clone(child_asks, (char *)stack + kStack, CLONE_VM | CLONE_VFORK, got);
+    int status = 0;
+    bool survived = pid > 0 && waitpid(pid, &status, __WCLONE) == pid && WIFEXITED(status);
+    munmap(stack, kStack);
+    return survived;
+}
+
 // One page of anonymous memory, write-protected, written, scanned: the
 // whole chain works here (a kernel without PAGEMAP_SCAN fails it).
 bool tracking_works(bool user_only) {
@@ -74,6 +115,13 @@ bool tracking_works(bool user_only) {
 }
 
 Level probe() {
+    if (under_seccomp_filter() && !child_survives_asking()) {
+        SPW_LOG(warn, "userfaultfd is forbidden here by a seccomp filter that kills the caller; a read(2) or "
+                      "recv(2) into a region while spillway moves it (spill, export, tiering) can fail with "
+                      "EFAULT or return short while each 16 MiB chunk is read-only for its copy "
+                      "(milliseconds): allow the userfaultfd system call to make moves invisible to system calls");
+        return Level::none;
+    }
     int64_t full = supported(false);
     if (full >= 0 && (full & kFullFeatures) == kFullFeatures && tracking_works(false)) return Level::full;
     int64_t user = full >= 0 ? full : supported(true);

@@ -79,22 +79,24 @@ int copy_file(int from, uint64_t from_off, int to, uint64_t to_off, size_t n) {
 // The move's second thread. An mremap of a registered range sends a remap
 // event and does not return until someone has read it, so the mover cannot
 // make that call itself and go on. The helper makes it (remap), while the
-// mover, already running, spins reading the context until the event comes
-// (wait_remapped): the moment the pages have moved, the mover is on them.
+// mover, already running, spins reading the context until the event comes:
+// the moment the pages have moved, the mover is on them.
 // The other way round (the mover calling mremap, the helper reading) a
 // waiting access would also wait for two wake-ups, milliseconds each on a
 // loaded machine. Between jobs the helper reads the context's messages:
 // page-fault addresses are kept for a pull (which serves them first), the
 // rest only acknowledged.
-struct TrackedMover::Reader {
+struct TrackedMover::Helper {
     int uffd = -1, kick_fd = -1;
     pthread_t tid{};
     bool running = false;
     std::atomic<bool> stopping{false};
-    // The job: mremap(from, len, len, flags, to); result 0 or -errno.
+    // The job: register [from, from+len) with modes (unless 0), then
+    // mremap(from, len, len, flags, to); result 0 or -errno.
     std::atomic<bool> posted{false}, done{true};
     uintptr_t from = 0, to = 0;
     size_t len = 0;
+    uint64_t modes = 0;
     int flags = 0, result = 0;
     std::atomic<uint64_t> started_ns{0};
     std::mutex lock;
@@ -107,13 +109,16 @@ struct TrackedMover::Reader {
     }
 
     static void *main(void *arg) {
-        auto *self = (Reader *)arg;
+        auto *self = (Helper *)arg;
         std::vector<uintptr_t> got;
         while (!self->stopping.load()) {
             if (self->posted.exchange(false)) {
                 self->started_ns.store(monotonic_ns());
-                void *m = mremap((void *)self->from, self->len, self->len, self->flags, (void *)self->to);
-                self->result = m == MAP_FAILED ? -errno : 0;
+                self->result = self->modes ? uffd::register_range(self->uffd, self->from, self->len, self->modes) : 0;
+                if (self->result == 0) {
+                    void *m = mremap((void *)self->from, self->len, self->len, self->flags, (void *)self->to);
+                    self->result = m == MAP_FAILED ? -errno : 0;
+                }
                 self->done.store(true);
                 continue;
             }
@@ -166,11 +171,12 @@ struct TrackedMover::Reader {
         kick_fd = -1;
     }
 
-    // mremap(from, n, n, flags, to) on the helper; returns once the range
-    // has moved (0: its remap event was read here) or the call failed
-    // (-errno). *moved_ns: when the helper began the call.
-    int remap(uintptr_t src, size_t n, int how, uintptr_t dst, uint64_t *began_ns) {
-        from = src, len = n, flags = how, to = dst, result = 0;
+    // On the helper: register [src, src+n) with reg_modes (unless 0), then
+    // mremap(src, n, n, how, dst). Returns once the range has moved (0: its
+    // remap event was read here) or a call failed (-errno). *began_ns: when
+    // the helper began (accesses may wait from then).
+    int remap(uintptr_t src, size_t n, int how, uintptr_t dst, uint64_t reg_modes, uint64_t *began_ns) {
+        from = src, len = n, flags = how, to = dst, modes = reg_modes, result = 0;
         done.store(false);
         started_ns.store(0);
         posted.store(true);
@@ -183,7 +189,7 @@ struct TrackedMover::Reader {
             int read = uffd::read_messages(uffd, &got, &remaps);
             keep(got);
             if (remaps) break;
-            if (done.load()) { // failed (no event), or its event was read before by the helper's own loop
+            if (done.load()) { // failed, or moved a range no event is sent for
                 rc = result;
                 break;
             }
@@ -219,8 +225,8 @@ uffd::Level TrackedMover::begin() {
     uffd_ = uffd::open_context(features, !full);
     pagemap_ = uffd::open_pagemap();
     if (uffd_ >= 0 && pagemap_ >= 0 && full) {
-        reader_ = new Reader();
-        if (!reader_->start(uffd_)) want = uffd::Level::user_only; // no remap events without a reader
+        helper_ = new Helper();
+        if (!helper_->start(uffd_)) want = uffd::Level::user_only; // no remap events without the helper
     }
     if (uffd_ < 0 || pagemap_ < 0) {
         SPW_LOG(debug, "move: no userfaultfd context (%s); moving the read-only way",
@@ -232,10 +238,10 @@ uffd::Level TrackedMover::begin() {
 }
 
 void TrackedMover::end() {
-    if (reader_) {
-        reader_->stop();
-        delete reader_;
-        reader_ = nullptr;
+    if (helper_) {
+        helper_->stop();
+        delete helper_;
+        helper_ = nullptr;
     }
     // Closing the context unregisters whatever is left and wakes its waiters.
     if (uffd_ >= 0) close(uffd_);
@@ -299,21 +305,20 @@ int TrackedMover::block(uintptr_t at, size_t len, bool shmem, int dest_fd, uint6
 int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off,
                             TrackedPause *pause) {
     if (before_swap) before_swap(at, len);
-    // An access that finds no page-table entry waits from here: a missing
-    // fault (anonymous, or a hole of the memfd), a minor one (a memfd's page).
-    uint64_t t0 = monotonic_ns();
-    int rc = uffd::register_range(uffd_, at, len,
-                                  uffd::kModeWp | uffd::kModeMissing | (shmem ? uffd::kModeMinor : 0));
-    void *spare = rc == 0 ? mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
-                          : MAP_FAILED;
-    if (rc == 0 && spare == MAP_FAILED) rc = -errno;
-    uint64_t began = 0;
-    // The old pages, with their write-protect bits, go to spare; the range
-    // keeps its (now empty, registered) mapping.
-    if (rc == 0) rc = reader_->remap(at, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (uintptr_t)spare, &began);
-    if (began > t0) t0 = began; // waiting for the helper to start, nothing waited
+    void *spare = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    int rc = spare == MAP_FAILED ? -errno : 0;
+    uint64_t t0 = 0;
+    // On the helper: the range is registered for missing faults (anonymous,
+    // or a hole of the memfd) and minor ones (a memfd's page), and an access
+    // that finds no page-table entry waits from there; then the old pages,
+    // with their write-protect bits, go to spare, and the range keeps its
+    // (now empty, registered) mapping.
+    if (rc == 0)
+        rc = helper_->remap(at, len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, (uintptr_t)spare,
+                            uffd::kModeWp | uffd::kModeMissing | (shmem ? uffd::kModeMinor : 0), &t0);
     if (rc != 0) {
         if (spare != MAP_FAILED) munmap(spare, len);
+        helper_->finish();
         forget(at, len);
         return rc;
     }
@@ -328,7 +333,7 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
     if (rc != 0) {
         // The old pages go back where they were (the empty mapping is
         // replaced), and the waiters retry against them.
-        reader_->finish();
+        helper_->finish();
         if (mremap(spare, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at) == MAP_FAILED)
             lost(at, "mremap back", -errno);
         uffd::wake(uffd_, at, len);
@@ -337,10 +342,10 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
     }
     uffd::wake(uffd_, at, len); // they retry against dest
     uint64_t waited = monotonic_ns() - t0;
-    reader_->finish();
+    helper_->finish();
     munmap(spare, len);
     std::vector<uintptr_t> seen;
-    reader_->take(seen); // the waiters' messages: answered by the wake
+    helper_->take(seen); // the waiters' messages: answered by the wake
     if (pause) {
         pause->recopied += bytes;
         pause->total_ns += waited;
@@ -356,11 +361,11 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
     if (staged == MAP_FAILED) return -errno;
     int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMinor | uffd::kModeMissing);
     std::vector<uintptr_t> faults;
-    reader_->take(faults); // older ones are answered already
+    helper_->take(faults); // older ones are answered already
     if (before_swap) before_swap(at, len);
     uint64_t t0 = monotonic_ns();
     // One step: the old file's chunk leaves the range, dest (no page mapped) takes its place.
-    if (rc == 0) rc = reader_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, &t0);
+    if (rc == 0) rc = helper_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, 0, &t0);
     if (rc != 0) {
         munmap(staged, len);
         return rc;
@@ -380,7 +385,7 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
     };
     uint64_t last = monotonic_ns(), longest = 0;
     for (size_t next = 0; next < batches && rc == 0; next++) {
-        reader_->take(faults);
+        helper_->take(faults);
         for (uintptr_t f : faults)
             if (rc == 0 && f >= at && f < at + len) rc = serve((f - at) / kPullBatch);
         if (rc == 0) rc = serve(next);
@@ -389,7 +394,7 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
         last = t;
     }
     if (rc == 0) rc = uffd::unregister_range(uffd_, at, len); // nothing should be left
-    reader_->finish();
+    helper_->finish();
     if (rc != 0) {
         put_back_pulled(at, len, old_fd, old_off, dest_fd, dest_off, done, kPullBatch);
         return rc;

@@ -113,7 +113,7 @@ class TrackedMover {
     std::function<void(uintptr_t at, size_t len)> before_swap;
 
   private:
-    struct Reader; // the thread that reads the context's messages (mremap waits for its remap events)
+    struct Helper; // the second thread: makes the mremaps, reads the messages (see the .cpp)
 
     int copy_ranges(uintptr_t base, int dest_fd, uint64_t dest_off, size_t *bytes);
     int last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off, TrackedPause *pause);
@@ -122,7 +122,7 @@ class TrackedMover {
 
     uffd::Level level_ = uffd::Level::none;
     int uffd_ = -1, pagemap_ = -1;
-    Reader *reader_ = nullptr;
+    Helper *helper_ = nullptr;
     std::vector<uffd::Range> written_;
 };
 

@@ -29,8 +29,8 @@ namespace {
 // when a pass finds little (the last step copies what the last pass left).
 constexpr int kPasses = 4;
 constexpr size_t kSettled = size_t(256) << 10;
-// A pull copies and maps this much at a time: what an access to a page not
-// yet mapped waits for at most, besides its own batch.
+// A pull copies and releases this much at a time: an access to a page not
+// yet released waits for the batch being copied, then its own.
 constexpr size_t kPullBatch = size_t(256) << 10;
 
 int write_all(int fd, const char *src, size_t n, uint64_t off) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # move_pause.sh — what moving a live region costs the threads using it,
-# before and after tracked moves (shim/move_tracked.h), every scheme side by
-# side. Figures, printed, never asserted.
+# before and after tracked moves (shim/engine/tiering/move_tracked.h), every
+# scheme side by side. Figures, printed, never asserted.
 #
 #   tests/bench/move_pause.sh BUILD_DIR [ROUNDS] [BASELINE_BUILD_DIR]
 #

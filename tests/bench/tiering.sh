@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tiering.sh — figures of adaptive tiering (shim/tiering.h), printed, never
+# tiering.sh — figures of adaptive tiering (shim/engine/tiering/tiering.h), printed, never
 # asserted. Needs root and cgroup v1 or v2 (a cgroup named
 # spillway-tiering-bench-PID is created and removed).
 #

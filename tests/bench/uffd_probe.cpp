@@ -1,7 +1,8 @@
 // uffd_probe.cpp — proves, on the running kernel, the mechanisms a move of a
-// live region without read-only windows rests on (shim/move_tracked.h), each
-// under a thread that pread(2)s 1 MiB into the region over and over (the
-// kernel's stores, which a read-only page fails with EFAULT):
+// live region without read-only windows rests on
+// (shim/engine/tiering/move_tracked.h), each under a thread that pread(2)s
+// 1 MiB into the region over and over (the kernel's stores, which a
+// read-only page fails with EFAULT):
 //
 //  wp      asynchronous write protection (UFFD_FEATURE_WP_ASYNC) and
 //          PAGEMAP_SCAN find every page written meanwhile, CPU and kernel

@@ -78,8 +78,9 @@ std::string run_helper(const std::vector<std::string> &args, int *status,
                        const SpawnOptions &opts = {});
 
 // What userfaultfd this process may use for moves, as the shim's probe
-// (shim/uffd.h) finds it: 2 kernel faults too (no system call into a moving
-// region fails), 1 user faults only, 0 none (seccomp, kernel before 6.7).
+// (shim/engine/os/uffd.h) finds it: 2 kernel faults too (no system call
+// into a moving region fails), 1 user faults only, 0 none (seccomp, kernel
+// before 6.7).
 int userfaultfd_level();
 // Installs a seccomp filter on the calling process (for a fork child: it
 // cannot be removed) under which userfaultfd(2) fails with EPERM, or with

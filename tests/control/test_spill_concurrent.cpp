@@ -234,7 +234,7 @@ const char *outcome_name(int status) {
 
 } // namespace
 
-// With userfaultfd (the shim's move_tracked.h): a system call into the
+// With userfaultfd (shim/engine/tiering/move_tracked.h): a system call into the
 // region completes in full, whatever the move is doing. Where this machine
 // refuses userfaultfd the same run is the fallback's (the next test cases).
 TEST_CASE("a system call writing into the region during a spill completes in full (anonymous, memfd)") {

@@ -12,8 +12,15 @@
 //       places a REGION in memory (SPILLWAY_RANDOM_ACCESS), fills it, then
 //       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
 //       the region's backing before and after (once a move under way has
-//       finished), how long reading its first 64 MiB back in order took,
-//       and whether it is intact (every page, or one word in CHECK_PAGES).
+//       finished), whether the kernel's maps agree, how long reading its
+//       first 64 MiB back in order took, and whether it is intact (every
+//       page, or one word in CHECK_PAGES).
+//   paced-fill REGION_MIB RATE_MIB_S
+//       places a REGION in memory (SPILLWAY_PREFER_MEMORY) and fills it at
+//       RATE, as a slow machine fills it (integration scenario 9 on a fresh
+//       VM, issue 25), then waits 500 ms (five looks of the controller);
+//       prints its backing, whether the kernel's maps agree over its whole
+//       range, and whether it is intact.
 //   want-promotion REGION_MIB SECONDS
 //       a disk region written at random for SECONDS, 8 words every 5 ms
 //       (enough for the detector, few enough pages that the run does not
@@ -26,6 +33,7 @@
 //       io_short, io_other (other errors), io_calls_before_move (calls made
 //       before the new backing was seen) and io_intact (the last MiB holds
 //       what the last call read).
+#include "backing_truth.h"
 #include "spillway.h"
 
 #include <atomic>
@@ -36,6 +44,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -48,6 +57,13 @@ constexpr size_t MiB = size_t(1) << 20;
 
 double ms_since(Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// "ok" when the region's bytes live where the shim says, over its whole
+// range (backing_truth.h), else what differs.
+std::string truth(const void *p) {
+    std::string lie = control_test::backing_lie(p);
+    return lie.empty() ? "ok" : lie;
 }
 
 uint64_t mix(uint64_t x) {
@@ -134,6 +150,7 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
     printf("promoted_after_ms=%.0f\npromoted_after_writes=%zu\nscatter_ms=%.0f\n", promoted_ms, promoted_at,
            scatter_ms);
     printf("scatter_backing_end=%d\n", spillway_backing(scatter));
+    printf("scatter_truth=%s\n", truth(scatter).c_str());
     size_t bad = 0, touched = 0;
     for (size_t i = 0; i < sn; i++) {
         if (scatter[i]) touched++;
@@ -186,6 +203,7 @@ int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s, size_t check_p
     while (spillway_backing(region) != SPILLWAY_DISK && ms_since(t1) < 60000)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     printf("after_growth=%d\nwaited_for_move_ms=%.0f\n", spillway_backing(region), ms_since(t1));
+    printf("truth=%s\n", truth(region).c_str());
     if (io) {
         uint64_t before = loop.calls.load();
         std::this_thread::sleep_for(std::chrono::milliseconds(200)); // calls after the move, too
@@ -204,6 +222,31 @@ int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s, size_t check_p
         if (region[i] != mix(i)) bad++;
     printf("checked_every_pages=%zu\nintact=%d\n", check_pages > 1 ? check_pages : 1, bad == 0);
     printf("survived=1\n");
+    return 0;
+}
+
+int paced_fill(size_t region_mib, size_t rate_mib_s) {
+    size_t n = region_mib * MiB / 8;
+    uint64_t *region = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_MEMORY);
+    if (!region) return 3;
+    printf("placed=%d\n", spillway_backing(region));
+    fflush(stdout);
+    auto t0 = Clock::now();
+    const size_t step = MiB; // words per 8 MiB
+    for (size_t first = 0; first < n; first += step) {
+        for (size_t i = first; i < n && i < first + step; i++) region[i] = mix(i);
+        double due = (double)(first + step) * 8 / MiB * 1000 / (double)rate_mib_s;
+        double now = ms_since(t0);
+        if (due > now) std::this_thread::sleep_for(std::chrono::microseconds((long)((due - now) * 1000)));
+    }
+    printf("fill_ms=%.0f\n", ms_since(t0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    printf("backing_end=%d\ntruth=%s\n", spillway_backing(region), truth(region).c_str());
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (region[i] != mix(i)) bad++;
+    printf("intact=%d\n", bad == 0);
+    free(region);
     return 0;
 }
 
@@ -253,6 +296,8 @@ int main(int argc, char **argv) {
     if ((argc == 5 || argc == 6) && (strcmp(argv[1], "growth") == 0 || strcmp(argv[1], "growth-io") == 0))
         return growth(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10),
                       argc == 6 ? strtoull(argv[5], 0, 10) : 1, strcmp(argv[1], "growth-io") == 0);
+    if (argc == 4 && strcmp(argv[1], "paced-fill") == 0)
+        return paced_fill(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))
         return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0), strcmp(argv[1], "want-promotion-io") == 0);
     fprintf(stderr, "tiering_job: unknown command; see the opening comment of tests/control/tiering_job.cpp\n");

@@ -7,8 +7,8 @@
 // it was, bytes included.
 #include "shim_fixture.h"
 
-#include "move_tracked.h"
-#include "uffd.h"
+#include "tiering/move_tracked.h"
+#include "os/uffd.h"
 
 #include <atomic>
 #include <cerrno>

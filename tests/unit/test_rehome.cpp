@@ -2,12 +2,12 @@
 // address, same bytes, and writers running during the move lose nothing.
 #include "shim_fixture.h"
 
-#include "policy.h"
-#include "reaper.h"
-#include "region.h"
-#include "rehome.h"
+#include "large/policy.h"
+#include "backing/reaper.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
 #include "spillway.h"
-#include "uffd.h"
+#include "os/uffd.h"
 
 #include <atomic>
 #include <cstring>

@@ -4,7 +4,7 @@
 // anonymous memory, a memfd and a file of the spill directory's filesystem.
 #include "shim_fixture.h"
 
-#include "uffd.h"
+#include "os/uffd.h"
 
 #include <cerrno>
 #include <cstddef>

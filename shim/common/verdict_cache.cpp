@@ -62,16 +62,17 @@ int open_cache_dir(const char *path, bool create) {
     return fd;
 }
 
-// The whole cache file (malloc'd), if it is private to this user and
-// starts with the magic; *size its length.
-char *read_cache(int dir_fd, size_t *size) {
+// The whole cache file, if it is private to this user and starts with the
+// magic; *size its length. In memory from keep (never freed), else malloc'd.
+char *read_cache(int dir_fd, size_t *size, void *(*keep)(size_t) = nullptr) {
     int fd = openat(dir_fd, kVerdictCacheName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return nullptr;
     struct stat st;
     char *buf = nullptr;
     size_t got = 0;
     if (fstat(fd, &st) == 0 && private_to_me(st, S_IFREG, S_IRWXG | S_IRWXO) && st.st_size >= 8 &&
-        (size_t)st.st_size <= kMaxFile && (buf = (char *)malloc((size_t)st.st_size))) {
+        (size_t)st.st_size <= kMaxFile &&
+        (buf = (char *)(keep ? keep((size_t)st.st_size) : malloc((size_t)st.st_size)))) {
         while (got < (size_t)st.st_size) {
             ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
             if (n < 0 && errno == EINTR) continue;
@@ -81,7 +82,7 @@ char *read_cache(int dir_fd, size_t *size) {
     }
     close(fd);
     if (buf && (got < 8 || memcmp(buf, kFileMagic, 8) != 0)) {
-        free(buf);
+        if (!keep) free(buf);
         buf = nullptr;
     }
     *size = got;
@@ -156,13 +157,13 @@ bool engine_identity(const char *engine_path, EngineIdentity *out) {
 void verdict_cache_dir(char *out, size_t cap) { default_spill_dir_text(out, cap); }
 
 bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, const char *text, size_t len,
-                          ConfigVerdict *out, void **storage) {
+                          ConfigVerdict *out, void **storage, void *(*keep)(size_t)) {
     *storage = nullptr;
     if (len > kVerdictCacheMaxText) return false;
     int dir = open_cache_dir(dir_path, false);
     if (dir < 0) return false;
     size_t size = 0;
-    char *data = read_cache(dir, &size);
+    char *data = read_cache(dir, &size, keep);
     close(dir);
     if (!data) return false;
     uint64_t hash = text_hash(text, len);
@@ -177,10 +178,10 @@ bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, co
         out->spill_dir = s;
         out->log_file = s + h->spill_dir_len + 1;
         out->stats_file = out->log_file + h->log_file_len + 1;
-        *storage = data;
+        *storage = keep ? nullptr : data;
         return true;
     }
-    free(data);
+    if (!keep) free(data);
     return false;
 }
 

@@ -62,10 +62,13 @@ constexpr const char kVerdictCacheName[] = ".spillway-verdicts";
 void verdict_cache_dir(char *out, size_t cap);
 
 // Looks the text up in the cache in directory `dir`. On a hit, fills *out,
-// whose strings point into *storage (malloc'd: the caller frees it once
-// done with them).
+// whose strings point into the cache file as read: into *storage (malloc'd:
+// the caller frees it once done with them), or, given `keep`, into memory
+// from keep, which is never freed (*storage is then nullptr; the front
+// passes its static area so that judging a config does not initialise
+// mimalloc: front/start_memory.h).
 bool verdict_cache_lookup(const char *dir, const EngineIdentity &engine, const char *text, size_t len,
-                          ConfigVerdict *out, void **storage);
+                          ConfigVerdict *out, void **storage, void *(*keep)(size_t) = nullptr);
 
 // Stores a good config's verdict, first; keeps at most kVerdictCacheEntries
 // (the oldest, and those of another engine, go). Best effort.

@@ -6,6 +6,7 @@
 #include "fd_policy.h"
 #include "settings_check.h"
 #include "spill_dir_check.h"
+#include "start_memory.h"
 #include "verdict_cache.h"
 
 #include <cerrno>
@@ -42,18 +43,13 @@ bool read_config(const char *path, StartRequest *req) {
     bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= kMaxConfig;
     if (ok) {
         cap = (size_t)st.st_size + 1; // one more, to see the end at once
-        text = (char *)malloc(cap);
+        text = (char *)start_keep(cap); // kept for the process's life: the engine parses it
         ok = text != nullptr;
     }
     while (ok) {
-        if (len == cap) { // it grew since fstat
-            char *bigger = cap <= kMaxConfig ? (char *)realloc(text, cap * 2) : nullptr;
-            if (!bigger) {
-                ok = false;
-                break;
-            }
-            text = bigger;
-            cap *= 2;
+        if (len == cap) { // it grew since fstat: the engine reads it itself
+            ok = false;
+            break;
         }
         ssize_t n = read(fd, text + len, cap - len);
         if (n < 0 && errno == EINTR) continue;
@@ -62,10 +58,7 @@ bool read_config(const char *path, StartRequest *req) {
         len += (size_t)n;
     }
     close(fd);
-    if (!ok || len > kMaxConfig) {
-        free(text);
-        return false;
-    }
+    if (!ok || len > kMaxConfig) return false; // text, if any, is abandoned: start-up memory is never freed
     req->config_text = text;
     req->config_len = len;
     return true;
@@ -137,7 +130,7 @@ bool snapshot_variables(StartRequest *req) {
         if (values[i]) total += strlen(values[i]) + 1;
         any = any || (values[i] && i < kSettingVariableCount);
     }
-    char *copy = total ? (char *)malloc(total) : nullptr; // kept for the process's life
+    char *copy = total ? (char *)start_keep(total) : nullptr; // kept for the process's life
     for (size_t i = 0; i <= kSettingVariableCount; i++) {
         const char *v = values[i];
         if (v && copy) {
@@ -171,7 +164,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
     v->mode = StartMode::engine_judges;
     req->judged = false;
     SimpleSettings s;
-    void *storage = nullptr; // the cache entry's strings; kept for the process's life
+    void *storage = nullptr; // stays nullptr: the entry is read into start_keep memory, never freed
     if (config) {
         char engine[PATH_MAX + 64];
         engine_file_path(engine, sizeof engine);
@@ -179,7 +172,8 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
         if (!req->config_text || !engine_identity(engine, &req->engine)) return;
         char cache[64];
         verdict_cache_dir(cache, sizeof cache);
-        if (!verdict_cache_lookup(cache, req->engine, req->config_text, req->config_len, &c, &storage)) {
+        if (!verdict_cache_lookup(cache, req->engine, req->config_text, req->config_len, &c, &storage,
+                                  start_keep)) {
             req->store_verdict = true;
             return;
         }

@@ -201,3 +201,46 @@ TEST_CASE("verdict_cache: the engine's identity is its file's") {
     CHECK(b.size == 10);
     CHECK_FALSE(engine_identity((t.path + "/none").c_str(), &b));
 }
+
+namespace {
+// A keep allocator as the front's (front/start_memory.h): a static area,
+// never freed; counts what it gave.
+alignas(8) char g_kept[4096];
+size_t g_kept_used = 0;
+void *keep_in_area(size_t n) {
+    size_t rounded = (n + 7) & ~size_t(7);
+    if (rounded > sizeof g_kept - g_kept_used) return nullptr;
+    void *p = g_kept + g_kept_used;
+    g_kept_used += rounded;
+    return p;
+}
+bool in_area(const void *p) { return p >= (const void *)g_kept && p < (const void *)(g_kept + sizeof g_kept); }
+} // namespace
+
+TEST_CASE("verdict_cache: with a keep allocator the verdict is read into its memory, never malloc'd") {
+    Scratch t;
+    std::string text = "threshold = \"2MiB\"\n";
+    store(t, engine(), text);
+    ConfigVerdict v;
+    void *storage = &v; // must come back nullptr: nothing for the caller to free
+    g_kept_used = 0;
+    REQUIRE(verdict_cache_lookup(t.cache.c_str(), engine(), text.data(), text.size(), &v, &storage, keep_in_area));
+    CHECK(storage == nullptr);
+    CHECK(g_kept_used > 0);
+    CHECK(in_area(v.spill_dir));
+    CHECK(in_area(v.log_file));
+    CHECK(std::string(v.spill_dir) == "/data/spill");
+    CHECK(std::string(v.log_file) == "/var/log/job.log");
+    CHECK(v.threshold == 2u << 20);
+
+    // A miss leaves nothing to free either (what was read stays in the area).
+    std::string other = "threshold = \"3MiB\"\n";
+    storage = &v;
+    CHECK_FALSE(verdict_cache_lookup(t.cache.c_str(), engine(), other.data(), other.size(), &v, &storage,
+                                     keep_in_area));
+    CHECK(storage == nullptr);
+    // An area too small to hold the cache file: a miss, never a crash.
+    g_kept_used = sizeof g_kept;
+    CHECK_FALSE(verdict_cache_lookup(t.cache.c_str(), engine(), text.data(), text.size(), &v, &storage,
+                                     keep_in_area));
+}

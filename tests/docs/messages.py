@@ -28,8 +28,9 @@ MIN_RETURNED = 20
 # usage errors and warnings (tools/cli/cli.h), and the config reader's
 # fail(node, key, what) (shim/common/config.cpp), size_parse's fail(why).
 LAST_ARG_CALLS = {"fail", "usage_error", "warn", "config_error"}
-# Calls whose SECOND argument is a printf format: the shim's logger.
-FORMAT_CALLS = {"SPW_LOG"}
+# Calls whose SECOND argument is a printf format: the shim's logger (SPW_LOG_AT
+# with its level chosen at run time, log_repeats.h).
+FORMAT_CALLS = {"SPW_LOG", "SPW_LOG_AT"}
 # Assignments that carry a message to one of the printers above.
 MESSAGE_VARIABLES = {"why_unusable", "error", "error_", "note", "e", "what"}
 # Buffers a message's part is formatted into (snprintf's first argument).

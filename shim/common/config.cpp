@@ -356,7 +356,8 @@ static std::optional<std::string> read_file(const char *path, std::string &out) 
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            std::string e = std::string(path) + ": read failed (" + strerror(errno) + ")";
+            std::string e = std::string(path) + ": cannot read the config file (" + strerror(errno) +
+                            "); name a regular, readable TOML file";
             close(fd);
             return e;
         }
@@ -364,7 +365,8 @@ static std::optional<std::string> read_file(const char *path, std::string &out) 
         out.append(buf, (size_t)n);
         if (out.size() > (16u << 20)) {
             close(fd);
-            return std::string(path) + ": larger than 16 MiB; is this really a spillway config?";
+            return std::string(path) + ": larger than 16 MiB, so not a spillway config (a dataset or a "
+                                       "binary?); name the TOML config file";
         }
     }
     close(fd);

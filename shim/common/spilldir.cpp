@@ -21,6 +21,9 @@ namespace spillway {
 // often inherited by a process that changed uid), not a typo to fix.
 static bool denied(int err) { return err == EACCES || err == EPERM; }
 
+// The end of every reason a missing directory could not be made.
+static constexpr char kCreateRemedy[] = "; create it yourself (mkdir -m 0700) or name another directory";
+
 static bool make_dirs(const std::string &path, std::string &why, bool &foreign) {
     // mkdir -p with 0700 for what we create; existing parents are left alone.
     for (size_t i = 1; i <= path.size(); i++) {
@@ -29,7 +32,7 @@ static bool make_dirs(const std::string &path, std::string &why, bool &foreign) 
         if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
             foreign = denied(errno);
             why = "cannot create " + prefix + " (" + strerror(errno) + ")" +
-                  (foreign ? " as uid " + std::to_string(geteuid()) : "");
+                  (foreign ? " as uid " + std::to_string(geteuid()) : "") + kCreateRemedy;
             return false;
         }
     }
@@ -46,7 +49,8 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     struct stat st;
     if (lstat(d.path.c_str(), &st) != 0) {
         d.foreign = denied(errno);
-        d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) + ")";
+        d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) +
+                         "); check the permissions of its parent directories, or name another directory";
         return d;
     }
     if (S_ISLNK(st.st_mode)) {
@@ -54,7 +58,7 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
         return d;
     }
     if (!S_ISDIR(st.st_mode)) {
-        d.why_unusable = d.path + " is not a directory";
+        d.why_unusable = d.path + " is not a directory; name a directory";
         return d;
     }
     if (st.st_uid != geteuid()) {
@@ -70,11 +74,13 @@ SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
     }
     d.fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (d.fd < 0) {
-        d.why_unusable = "cannot open " + d.path + " (" + strerror(errno) + ")";
+        d.why_unusable = "cannot open " + d.path + " (" + strerror(errno) +
+                         "); check its permissions, or name another directory";
         return d;
     }
     if (access(d.path.c_str(), W_OK) != 0) {
-        d.why_unusable = d.path + " is not writable (" + strerror(errno) + ")";
+        d.why_unusable = d.path + " is not writable (" + strerror(errno) +
+                         "); make it writable (chmod u+w) or name another directory";
         return d;
     }
     struct statfs fs;
@@ -104,14 +110,17 @@ bool spill_dir_falls_back(const SpillDir &d, bool dir_given) {
 SpillDir open_private_spill_dir(bool allow_tmpfs) {
     std::string name = "/spillway-" + std::to_string(geteuid()) + ".XXXXXX";
     SpillDir last;
+    std::string tried; // every base mkdtemp failed in, with its reason
     const char *tmpdir = getenv("TMPDIR");
     for (const char *base : {kPrivateSpillBase, tmpdir}) {
         if (!base || base[0] != '/' || (base != kPrivateSpillBase && strcmp(base, kPrivateSpillBase) == 0))
             continue;
         std::string path = base + name;
         if (!mkdtemp(path.data())) { // mode 0700
-            last.why_unusable = "cannot create a private directory in " + std::string(base) + " (" +
-                                strerror(errno) + ")";
+            tried += (tried.empty() ? "" : " nor in ") + std::string(base) + " (" + strerror(errno) + ")";
+            last = SpillDir();
+            last.path = base;
+            last.why_unusable = "cannot create a private directory in " + tried;
             continue;
         }
         last = open_spill_dir(path, allow_tmpfs);

@@ -67,7 +67,8 @@ bool engine_startup() {
     }
     if (!arena::reserve(kArenaBytes)) {
         SPW_LOG(warn, "could not reserve address space for large regions; spillway is NOT "
-                      "routing (check ulimit -v)");
+                      "routing: large allocations use ordinary memory, NOT protected from the memory "
+                      "limit; raise or remove ulimit -v");
         return false;
     }
     g_startup_settings = s;

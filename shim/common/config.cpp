@@ -326,7 +326,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                     r.fail(p, "rule.python",
                            "expected \"FILE:FUNCTION\" or \"FILE:FUNCTION:LINE\" (globs allowed), "
                            "e.g. \"train.py:build_csr*\", got \"" + rule.python + "\"");
-                if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy");
+                if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy; add policy = \"memory\" (or \"disk\", \"anon\", \"auto\")");
                 r.policy(t, "policy", "rule.policy", rule.policy);
                 if (const toml::node *a = t.get("access")) {
                     std::string v = a->is_string() ? *a->value<std::string>() : "";
@@ -335,7 +335,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                     else r.fail(a, "rule.access", "expected \"sequential\" or \"random\"");
                 }
                 if (rule.match.empty() && rule.module.empty() && rule.python.empty())
-                    r.fail(&item, "rule", "a rule needs match, module or python");
+                    r.fail(&item, "rule", "a rule needs match, module or python (one that names nothing would match every allocation); add one of them");
                 s.rules.push_back(std::move(rule));
             }
         }

@@ -55,7 +55,7 @@ bool engine_startup() {
         log_fd = above_stdio(open(s->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
         if (log_fd < 0) {
             config_error(s->source + ": key 'log.file': cannot open " + s->log_file + " (" +
-                         strerror(errno) + ")");
+                         strerror(errno) + "); point log.file at a writable file, or set it to \"\" to log to stderr");
             return false;
         }
     }

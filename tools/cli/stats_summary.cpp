@@ -148,7 +148,7 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
             out.push_back("spillway:     ... and " + std::to_string(s.per_process.size() - shown) + " more process(es)");
     }
     if (s.unreadable)
-        out.push_back("spillway:   " + std::to_string(s.unreadable) + " stats line(s) could not be read");
+        out.push_back("spillway:   " + std::to_string(s.unreadable) + " stats line(s) could not be read (a process killed while writing its line; the figures above leave it out)");
     return out;
 }
 

@@ -60,6 +60,10 @@ constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 bool g_learn = false; // sampler_init: [callsites] learn
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
+// sampler_hold: the thread skips its ticks while g_hold is set; g_in_tick
+// (seq_cst, with g_hold: either the thread sees the hold or the holder sees
+// the tick) says a tick is under way.
+std::atomic<bool> g_hold{false}, g_in_tick{false};
 std::atomic<uint64_t> g_cpu_ns{0}, g_ticks{0}, g_prefetched{0};
 int g_pagemap = -1;
 
@@ -586,9 +590,15 @@ void *sampler_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
         nanosleep(&ts, nullptr);
+        g_in_tick.store(true);
+        if (g_hold.load()) {
+            g_in_tick.store(false);
+            continue;
+        }
         uint64_t now = monotonic_ns();
         delay = tick(now);
         stats_live_tick(now); // `spillway top` reads it
+        g_in_tick.store(false);
         g_ticks.fetch_add(1, std::memory_order_relaxed);
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }
@@ -605,6 +615,14 @@ void sampler_notice() {
 }
 
 void sampler_stop() { g_stop.store(true); }
+
+void sampler_hold(bool hold) {
+    g_hold.store(hold);
+    while (hold && g_in_tick.load()) {
+        timespec ts = {0, 1000000};
+        nanosleep(&ts, nullptr);
+    }
+}
 
 void sampler_after_fork_child() {
     g_started.store(false);

@@ -34,23 +34,26 @@ lib_set_ra() { echo "$1" > "/sys/block/$LIB_DEV/queue/read_ahead_kb"; }
 
 lib_cgroup_fs() { [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && echo v2 || echo v1; }
 
-# lib_cgroup NAME LIMIT_BYTES: prints the path of a new memory cgroup (no
-# swap either, so swap cannot hide the limit). LIMIT_BYTES 0: no limit.
+# lib_cgroup NAME LIMIT_BYTES [swap]: prints the path of a new memory cgroup
+# (no swap either, so swap cannot hide the limit). LIMIT_BYTES 0: no limit.
+# "swap": the cgroup may swap without bound beyond its limit (v1:
+# memory.memsw.limit_in_bytes left unlimited; v2: memory.swap.max "max"),
+# as Docker's --memory-swap -1 gives; swap must then be enabled by the caller.
 lib_cgroup() {
-    local name=$1 limit=$2 cg
+    local name=$1 limit=$2 swap=${3:-} cg
     if [ "$(lib_cgroup_fs)" = v2 ]; then
         cg=/sys/fs/cgroup/$LIB_TAG-$name
         mkdir "$cg"
         if [ "$limit" != 0 ]; then
             echo "$limit" > "$cg/memory.max"
-            [ -f "$cg/memory.swap.max" ] && echo 0 > "$cg/memory.swap.max"
+            [ -f "$cg/memory.swap.max" ] && echo "$([ "$swap" = swap ] && echo max || echo 0)" > "$cg/memory.swap.max"
         fi
     else
         cg=/sys/fs/cgroup/memory/$LIB_TAG-$name
         mkdir "$cg"
         if [ "$limit" != 0 ]; then
             echo "$limit" > "$cg/memory.limit_in_bytes"
-            [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
+            [ "$swap" != swap ] && [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
         fi
     fi
     echo "$cg"

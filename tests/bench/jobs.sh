@@ -27,14 +27,18 @@
 #   tests/bench/jobs.sh [--only JOB,...] [--variants unconstrained,swap,shim,bare]
 #                       [--rounds 2] [--ra 128] [--timeout 300] [--build DIR]
 #                       [--shim LIB] [--shim-env 'NAME=VALUE ...'] [--logs DIR]
-#                       [--record] [--out FILE | --append FILE] [--write-results]
+#                       [--record] [--discard] [--out FILE | --append FILE] [--write-results]
 # --ra: read_ahead_kb of the spill filesystem's loop device ("keep": as the
 # kernel made it). --shim-env: more settings for the shim runs (e.g.
 # SPILLWAY_LOG=debug). --logs: keep every run's output, shim log and
 # SPILLWAY_STATS line there. --record (for diagnosis, with --logs): the shim
 # runs go through `spillway run --record` (every 0.5 s: regions by backing
 # and residency, faults, cgroup memory by kind) and `spillway report`'s
-# summary is kept beside them. --out/--append: the markdown report into FILE
+# summary is kept beside them. --discard: mount the spill filesystem with
+# online discard (default nodiscard, ext4's own default: with discard, the
+# loop device turns a freed spill file's discard into a hole punch that
+# reads wait behind; measured 60 s of one job's 72).
+# --out/--append: the markdown report into FILE
 # (--write-results: tests/bench/JOBS.md); it is always printed.
 #
 # Makes a loop-mounted ext4 spill filesystem under /var/tmp (phases_lib.sh)
@@ -52,7 +56,7 @@ PYTHON=/usr/bin/python3
 ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live"
 ALL_VARIANTS="unconstrained swap shim bare"
 JOBS=$ALL_JOBS VARIANTS=$ALL_VARIANTS ROUNDS=2 RA=128 TIMEOUT=300
-SHIM="" SHIM_ENV="" LOGS="" REPORT="" APPEND=0 RECORD=0
+SHIM="" SHIM_ENV="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard
 while [ $# -gt 0 ]; do
     case $1 in
     --only) JOBS=${2//,/ }; shift ;;
@@ -65,10 +69,11 @@ while [ $# -gt 0 ]; do
     --shim-env) SHIM_ENV=$2; shift ;;
     --logs) LOGS=$(mkdir -p "$2" && readlink -f "$2"); shift ;;
     --record) RECORD=1 ;;
+    --discard) MOUNT=discard ;;
     --out) REPORT=$(readlink -f "$2"); APPEND=0; shift ;;
     --append) REPORT=$(readlink -f "$2"); APPEND=1; shift ;;
     --write-results) REPORT=$HERE/JOBS.md; APPEND=0 ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
     *) echo "jobs.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
     esac
     shift
@@ -145,7 +150,7 @@ swap_cleanup() {
 trap 'swap_cleanup; lib_cleanup; rm -rf "$OUT"' EXIT
 trap 'exit 130' INT TERM
 max_live=$(bytes 8G)
-lib_loopfs $((SWAP_B + max_live + (3 << 30)))
+lib_loopfs $((SWAP_B + max_live + (3 << 30))) "$MOUNT"
 [ "$RA" = keep ] || lib_set_ra "$RA"
 SPILL=$LIB_MNT/spill
 mkdir -p "$SPILL"
@@ -161,7 +166,7 @@ backing_dev=$(basename "$(readlink -f "$(df --output=source /var/tmp | tail -1)"
     echo "META commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
     echo "META kernel=$(uname -r) cpus=$(nproc) mem_gib=$(awk '/MemTotal/{printf "%.1f", $2/1048576}' /proc/meminfo)"
     echo "META cgroup=$(lib_cgroup_fs) thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
-    echo "META spill=ext4 on $LIB_LOOP (direct I/O to an image on $backing_dev) read_ahead_kb=$(cat /sys/block/$LIB_DEV/queue/read_ahead_kb) ($backing_dev: $(cat /sys/block/$backing_dev/queue/read_ahead_kb 2>/dev/null || echo ?))"
+    echo "META spill=ext4 ($MOUNT) on $LIB_LOOP (direct I/O to an image on $backing_dev) read_ahead_kb=$(cat /sys/block/$LIB_DEV/queue/read_ahead_kb) ($backing_dev: $(cat /sys/block/$backing_dev/queue/read_ahead_kb 2>/dev/null || echo ?))"
     echo "META swap=$((SWAP_B >> 30)) GiB file on the spill filesystem, vm.page-cluster=$(cat /proc/sys/vm/page-cluster), vm.swappiness=$(cat /proc/sys/vm/swappiness)"
     echo "META shim=$SHIM blas=$BLAS"
     echo "META load_start=$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -9,12 +9,16 @@ LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
 
 lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }
 
-# lib_loopfs BYTES: an ext4 image of BYTES under /var/tmp on a loop device
-# with direct I/O (its reads reach the disk, not the host page cache twice),
-# mounted with discard (deleted files give their blocks back to the image).
+# lib_loopfs BYTES [MOUNT_OPTIONS]: an ext4 image of BYTES under /var/tmp on a
+# loop device with direct I/O (its reads reach the disk, not the host page
+# cache twice), mounted with MOUNT_OPTIONS, by default discard (deleted files
+# give their blocks back to the image). Measured (jobs.sh, graph job): with
+# discard, the close of a freed 512 MiB spill file sent a discard that the
+# loop device turned into a hole punch in the image, and every read of the
+# spill filesystem waited behind it: the job sat 60 s in filemap_read_folio.
 # Sets LIB_MNT, LIB_LOOP (/dev/loopN) and LIB_DEV (loopN).
 lib_loopfs() {
-    local bytes=$1
+    local bytes=$1 options=${2:-discard}
     LIB_IMG=/var/tmp/$LIB_TAG.img
     LIB_MNT=/var/tmp/$LIB_TAG.mnt
     truncate -s "$bytes" "$LIB_IMG"
@@ -22,12 +26,12 @@ lib_loopfs() {
     LIB_LOOP=$(losetup --direct-io=on --find --show "$LIB_IMG")
     LIB_DEV=${LIB_LOOP#/dev/}
     mkdir -p "$LIB_MNT"
-    mount -o discard "$LIB_LOOP" "$LIB_MNT"
+    mount -o "$options" "$LIB_LOOP" "$LIB_MNT"
     chmod 0700 "$LIB_MNT"
     LIB_RA_OLD=$(cat "/sys/block/$LIB_DEV/queue/read_ahead_kb")
     local dio; dio=$(cat "/sys/block/$LIB_DEV/loop/dio" 2>/dev/null || echo ?)
     [ "$dio" = 1 ] || lib_log "warning: $LIB_LOOP has dio=$dio: its reads may be served by the host page cache"
-    lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio)"
+    lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio, $options)"
 }
 
 lib_set_ra() { echo "$1" > "/sys/block/$LIB_DEV/queue/read_ahead_kb"; }

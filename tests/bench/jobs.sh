@@ -193,8 +193,8 @@ run_one() { # JOB VARIANT ROUND
         [ -n "$SHIM_ENV" ] && read -r -a extra <<<"$SHIM_ENV" && envs+=("${extra[@]}")
     fi
     [ "$v" = swap ] && swapon "$SWAPFILE"
-    local r0 w0 t0 t1
-    r0=$(dev_mib 3); w0=$(dev_mib 7)
+    local r0 w0 t0 t1 load0
+    r0=$(dev_mib 3); w0=$(dev_mib 7); load0=$(cut -d' ' -f1 /proc/loadavg)
     lib_log "round $round: $job, $v$([ "$lim" = 0 ] || echo " (limit $(job_limit "$job"))")"
     t0=$(date +%s.%N)
     local runner=()
@@ -223,7 +223,7 @@ run_one() { # JOB VARIANT ROUND
          "peak_mib=$((peak >> 20)) memsw_peak_mib=$((memsw >> 20)) oom_kills=$oom cg_majflt=$majflt" \
          "dev_read_mib=$(awk -v a="$r0" -v b="$(dev_mib 3)" 'BEGIN { printf "%.1f", b - a }')" \
          "dev_write_mib=$(awk -v a="$w0" -v b="$(dev_mib 7)" 'BEGIN { printf "%.1f", b - a }')" \
-         "result=${result:-none}" >> "$REC"
+         "load=$load0-$(cut -d' ' -f1 /proc/loadavg) result=${result:-none}" >> "$REC"
     grep '^RUN' "$REC" | tail -1 >&2
     grep '^JOBPHASE' "$OUT/$tag.out" | sed "s/^JOBPHASE job=[^ ]* /PHASE job=$job variant=$v round=$round /" >> "$REC" || true
     [ "$status" = 0 ] || lib_log "$job $v exited with status $status (124: timeout; 137: killed, e.g. by the OOM killer)"

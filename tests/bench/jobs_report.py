@@ -109,13 +109,16 @@ for f in floors:
 print()
 print("Wall time of the whole process (Python start-up included); x = against the unconstrained run of the")
 print("same round; median over rounds, each round in brackets. Peak: the unconstrained run's cgroup peak.")
-print("Last column (single-threaded jobs only): the sums of the phases with each phase's run-queue wait")
-print("(the job runnable without a CPU: the machine's other load) taken out on both sides, an estimate of")
-print("the ratio on a quiet machine.")
+print("Shim CPU x: CPU seconds of the job's own threads over its phases (schedstat), shim against")
+print("unconstrained: the work the shim and the kernel did for it, far less sensitive to the load than")
+print("wall time. Run-queue wait removed (single-threaded jobs only): the sums of the phases with each")
+print("phase's run-queue wait (the job runnable without a CPU: the machine's other load) taken out on")
+print("both sides, an estimate of the ratio on a quiet machine. Load: the 1-minute load average at the")
+print("start and end of each of the job's runs (2 CPUs).")
 print()
 print("| job | limit | peak (x limit) | unconstrained s | swap s | swap x | shim s | shim x | shim / swap "
-      "| bare, under the limit | shim, per phase x | shim x, run-queue wait removed |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+      "| bare, under the limit | shim, per phase x | shim CPU x | shim x, run-queue wait removed | load |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for job in jobs:
     names = phase_order(job)
     lim = peak = float("nan")
@@ -171,6 +174,17 @@ for job in jobs:
             qb = sum(num(x["s"]) - num(x["runq_s"]) for x in b.values())
             if qa > 0:
                 quiet.append(qb / qa)
+    # CPU of the job's own threads (all phases), shim against unconstrained:
+    # what the shim and the kernel's work for it cost, whatever the load
+    cpu_x = []
+    for rd in rounds:
+        a, b = phases[(job, "unconstrained", rd)], phases[(job, "shim", rd)]
+        if a and b and ok(runs.get((job, "shim", rd))) and all("cpu_s" in x for x in list(a.values()) + list(b.values())):
+            ca, cb = sum(num(x["cpu_s"]) for x in a.values()), sum(num(x["cpu_s"]) for x in b.values())
+            if ca > 0:
+                cpu_x.append(cb / ca)
+    loads = [num(v) for (j, _, _), r in runs.items() if j == job for v in r.get("load", "").split("-") if v]
+    load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
     runs_bare = [runs.get((job, "bare", rd)) for rd in rounds]
     bare_cells = []
     for r in runs_bare:
@@ -179,7 +193,8 @@ for job in jobs:
         bare_cells.append(f"completed in {num(r['wall_s']):.1f} s" if ok(r) else outcome(r, names))
     print(f"| {job} | {lim:.0f} MiB | {peak:.0f} MiB ({peak / lim:.1f}x) | {cell_s('unconstrained')} | "
           f"{cell_s('swap')} | {fmt_x(ratio['swap'])} | {cell_s('shim')} | {fmt_x(ratio['shim'])} | "
-          f"{fmt_x(shim_swap)} | {'; '.join(bare_cells) or '-'} | {', '.join(per_phase) or '-'} | {fmt_x(quiet)} |")
+          f"{fmt_x(shim_swap)} | {'; '.join(bare_cells) or '-'} | {', '.join(per_phase) or '-'} | {fmt_x(cpu_x)} | "
+          f"{fmt_x(quiet)} | {load} |")
 
 print()
 print("Same results: every finished run of a job printed the same JOBRESULT:")

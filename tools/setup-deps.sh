@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Installs everything spillway needs to build, test and demo on Debian 12.
-# Idempotent: packages already present are skipped by apt.
+# Installs the Debian 12 packages spillway needs (tools/lib/packages.sh):
+# by default everything the test suites use; with --demo only what
+# tools/demo.sh needs. Idempotent: nothing is done when all are installed.
+#   bash tools/setup-deps.sh [--demo] [--log FILE]
+# --log FILE: apt's output is appended to FILE instead of the terminal; a
+# failure names the file.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+source tools/lib/packages.sh
+packages=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
+log=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --demo) packages=("${DEMO_PACKAGES[@]}") ;;
+    --log) log=$2; shift ;;
+    *) echo "setup-deps.sh: unknown option $1 (usage: setup-deps.sh [--demo] [--log FILE])"; exit 2 ;;
+    esac
+    shift
+done
 [ "$(id -u)" = 0 ] || { echo "setup-deps.sh: run as root (it installs Debian packages)"; exit 1; }
-packages=(
-  build-essential meson ninja-build pkg-config
-  libmimalloc-dev libunwind-dev libtomlplusplus-dev catch2
-  python3-numpy python3-torch
-  docker.io e2fsprogs util-linux procps
-  libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
-  libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
-  python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
-  chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
-)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -gt 0 ]; then
+[ ${#missing[@]} -gt 0 ] || exit 0
+export DEBIAN_FRONTEND=noninteractive
+install_missing() {
   echo "setup-deps.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
   apt-get update -q
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+if [ -z "$log" ]; then
+  install_missing
+elif ! install_missing >>"$log" 2>&1; then
+  echo "setup-deps.sh: installing ${missing[*]} failed; apt's output is in $log"
+  exit 1
 fi

@@ -1,33 +1,161 @@
 #!/usr/bin/env bash
 # test-all.sh — from a fresh Debian 12 machine (as root): installs what is
-# needed, builds, and runs every suite: the meson suites (unit, programs,
-# control, python, cli) and the Docker integration suite. Ends with one
-# line "N passed, N failed" and a non-zero status if anything failed.
-# Usage: bash tools/test-all.sh [--no-integration]
+# needed, builds, and runs every suite: the meson suites one by one (unit,
+# programs, control, python, cli, bench, hardening, docs: whatever
+# tests/meson.build defines, in its order), the packaging suite
+# (tests/packaging/run.sh: builds the .deb and the wheel with
+# tools/package.sh and tests them installed, in a venv and in a clean
+# Debian 12 root) and the Docker integration suite.
+#
+# One line when a suite starts and one when it ends (its time, passed,
+# failed, and on failure the failing tests' names, the log to read and an
+# excerpt of what the failure printed); a first line gives the machine;
+# apt's, the build's and every suite's full output go to log files under
+# one directory, named at the start and kept only when something failed
+# (or the dependencies or the build did). Ends with one line "N passed, N failed"
+# (tests and integration scenarios) and a non-zero status if anything
+# failed; status 2 when the dependencies or the build failed.
+# Usage: bash tools/test-all.sh [--no-integration] [--no-packaging] [--suites "unit cli ..."]
+#   --suites: only these meson suites (a developer's shortcut; CI runs all)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup-deps.sh || { echo "test-all: installing dependencies failed"; exit 2; }
-bash tools/build.sh >/dev/null || { bash tools/build.sh; echo "test-all: the build failed"; exit 2; }
+integration=1 packaging=1 only=""
+while [ $# -gt 0 ]; do
+    case $1 in
+    --no-integration) integration=0 ;;
+    --no-packaging) packaging=0 ;;
+    --suites) only=$2; shift ;;
+    *) echo "test-all: unknown option $1 (usage: test-all.sh [--no-integration] [--no-packaging] [--suites \"unit cli\"])"; exit 2 ;;
+    esac
+    shift
+done
+logs=$(mktemp -d /var/tmp/spillway-test-all.XXXXXX)
+echo "test-all: full output of every step in $logs/ (removed at the end if everything passed)"
+all_start=$SECONDS
+
+# The machine, in one line: what a failure on a machine nobody has seen
+# depends on (the spill disk's read-ahead, swap, the load, the cgroup version).
+machine_facts() {
+    local dev ra swap cg
+    dev=$(df --output=source /var/tmp 2>/dev/null | tail -1); dev=${dev##*/}
+    ra=$(cat "/sys/class/block/${dev%%[0-9]*}/queue/read_ahead_kb" 2>/dev/null ||
+         cat "/sys/class/block/$dev/queue/read_ahead_kb" 2>/dev/null || echo "?")
+    swap=$(awk 'NR > 1 {kib += $3} END {print kib ? int(kib / 1024) " MiB" : "none"}' /proc/swaps)
+    cg=v1; [ -f /sys/fs/cgroup/cgroup.controllers ] && cg=v2
+    echo "test-all: machine: $(nproc) CPUs, $(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo) GiB," \
+         "kernel $(uname -r), cgroup $cg, /var/tmp on $dev (read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+machine_facts
+
+# What a failure printed, so that a CI page showing only this output says
+# why: each failing meson test's own output (its first and last lines), or
+# the tail of a suite's log.
+excerpt_meson_failures() { # LOG
+    awk '/^ *[0-9]+\/[0-9]+ .* (FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS) / { on = 1; n = 0 }
+         on { block[n++] = $0 }
+         on && n > 1 && /^――――――――――/ && !/✀/ {
+             for (i = 0; i < n; i++) if (i < 32 || i >= n - 10) print "  | " substr(block[i], 1, 240); else if (i == 32) print "  | ..."
+             on = 0 }' "$1"
+}
+excerpt_tail() { tail -n 30 "$1" | sed 's/^/  | /'; }
+
+# step NAME LOG COMMAND...: a line when it starts and one when it ends.
+step() {
+    local name=$1 log=$2 t0=$SECONDS; shift 2
+    echo "test-all: $name: started"
+    if "$@" >"$log" 2>&1; then
+        echo "test-all: $name: done in $((SECONDS - t0)) s"
+    else
+        echo "test-all: $name: FAILED after $((SECONDS - t0)) s; see $log"
+        return 1
+    fi
+}
+
+step "dependencies (apt)" "$logs/apt.log" bash tools/setup-deps.sh || exit 2
+step "build (meson, build/)" "$logs/build.log" bash tools/build.sh || exit 2
 
 passed=0 failed=0
-log=$(mktemp /tmp/spillway-test.XXXXXX)
-# One at a time: several tests fill memory, mount filesystems or time things.
-meson test -C build --num-processes 1 --print-errorlogs 2>&1 | tee "$log"
-ok=$(awk '/^Ok:/{print $2}' "$log"); bad=$(awk '/^Fail:/{print $2}' "$log")
-timeouts=$(awk '/^Timeout:/{print $2}' "$log")
-passed=$((passed + ${ok:-0})); failed=$((failed + ${bad:-0} + ${timeouts:-0}))
-[ -n "$ok" ] || { echo "test-all: meson test did not run"; failed=$((failed + 1)); }
+# One line per suite at its end: the suite, its time, passed, failed.
+suite_end() { # NAME SECONDS PASSED FAILED [FAILING NAMES] [LOG]
+    local line="test-all: suite $1: $2 s, $3 passed, $4 failed"
+    [ "$4" -gt 0 ] && line+="${5:+: $5}; log: $6"
+    echo "$line"
+    passed=$((passed + $3)); failed=$((failed + $4))
+}
 
-if [ "${1:-}" != "--no-integration" ]; then
+# The meson suites, in the order meson lists them. One test at a time:
+# several fill memory, mount filesystems or time things.
+suites=$(meson test -C build --list 2>/dev/null | sed -n 's/^[^:]*:\([^ ]*\) \/ .*/\1/p' | awk '!seen[$0]++')
+[ -n "$suites" ] || { echo "test-all: meson lists no test suite in build/; see $logs/build.log"; exit 2; }
+if [ -n "$only" ]; then
+    for s in $only; do
+        grep -qx "$s" <<<"$suites" || { echo "test-all: no meson suite '$s'; the suites are: $(echo $suites)"; exit 2; }
+    done
+    suites=$only
+fi
+for suite in $suites; do
+    log="$logs/suite-$suite.log"
+    echo "test-all: suite $suite: started"
+    t0=$SECONDS
+    meson test -C build --suite "$suite" --num-processes 1 --print-errorlogs >"$log" 2>&1
+    ok=$(awk '/^Ok:/{print $2}' "$log"); bad=$(awk '/^Fail:/{print $2}' "$log")
+    timeouts=$(awk '/^Timeout:/{print $2}' "$log"); xpass=$(awk '/^Unexpected Pass:/{print $3}' "$log")
+    bad=$(( ${bad:-0} + ${timeouts:-0} + ${xpass:-0} ))
+    # The failing tests by name, as meson prints them: " 3/12 spillway:unit / NAME   FAIL ...".
+    names=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR) ' "$log" |
+            sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' | sort -u | tr '\n' ' ' | sed 's/ $//')
+    if [ -z "$ok" ]; then # meson did not get as far as its summary
+        bad=$((bad + 1)); names="${names:+$names, }meson test did not run"
+    fi
+    suite_end "$suite" $((SECONDS - t0)) "${ok:-0}" "$bad" "$names" "$log"
+    [ "$bad" -gt 0 ] && { excerpt_meson_failures "$log"; [ -n "$ok" ] || excerpt_tail "$log"; }
+done
+
+if [ "$packaging" = 1 ]; then
+    log="$logs/packaging.log"
+    echo "test-all: suite packaging (.deb and wheel): started"
+    t0=$SECONDS
     status=0
-    bash tests/integration/run.sh "$PWD/build/shim/libspillway.so" 2>&1 | tee "$log" || status=$?
+    bash tests/packaging/run.sh >"$log" 2>&1 || status=$?
+    # Its closing line: "packaging: N passed, M failed (S s)"; a failed test
+    # is "packaging: NAME FAILED, S s", a failed build "packaging: tools/package.sh failed".
+    summary=$(grep -oE '^packaging: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    pkg_ok=$(awk '{print $2}' <<<"$summary"); pkg_bad=$(awk '{print $4}' <<<"$summary")
+    names=$(sed -n 's/^packaging: \([a-z_]*\) FAILED.*/\1/p' "$log" | tr '\n' ' ' | sed 's/ $//')
+    grep -q '^packaging: tools/package.sh failed' "$log" && names="${names:+$names, }tools/package.sh"
+    extra=0
+    if [ -z "$summary" ] || { [ "$status" -ne 0 ] && [ "${pkg_bad:-0}" -eq 0 ]; }; then
+        extra=1; names="${names:+$names, }the suite itself (exit status $status)"
+    fi
+    suite_end "packaging" $((SECONDS - t0)) "${pkg_ok:-0}" $((${pkg_bad:-0} + extra)) "$names" "$log"
+    [ $((${pkg_bad:-0} + extra)) -gt 0 ] && excerpt_tail "$log"
+fi
+
+if [ "$integration" = 1 ]; then
+    log="$logs/integration.log"
+    echo "test-all: suite integration (Docker): started"
+    t0=$SECONDS
+    status=0
+    bash tests/integration/run.sh "$PWD/build/shim/libspillway.so" >"$log" 2>&1 || status=$?
     # Its closing line: "spillway integration suite: N scenarios, M failed".
     summary=$(grep -oE 'integration suite: [0-9]+ scenarios, [0-9]+ failed' "$log" | tail -1)
     scen_all=$(awk '{print $3}' <<<"$summary"); scen_bad=$(awk '{print $5}' <<<"$summary")
     scen_all=${scen_all:-0}; scen_bad=${scen_bad:-0}
-    passed=$((passed + scen_all - scen_bad)); failed=$((failed + scen_bad))
-    if [ "$status" -ne 0 ] && [ "$scen_bad" -eq 0 ]; then failed=$((failed + 1)); fi
+    names=$(grep -oE 'scenario [0-9]+: FAIL' "$log" | awk '{print $2}' | tr -d ':' | tr '\n' ' ' | sed 's/ $//')
+    names=${names:+scenarios $names}
+    extra=0
+    if [ "$status" -ne 0 ] && [ "$scen_bad" -eq 0 ]; then # a setup error: no scenario failed, the suite did
+        extra=1; names="${names:+$names, }the suite itself (exit status $status)"
+    fi
+    suite_end "integration" $((SECONDS - t0)) $((scen_all - scen_bad)) $((scen_bad + extra)) "$names" "$log"
+    [ $((scen_bad + extra)) -gt 0 ] && excerpt_tail "$log"
 fi
-rm -f "$log"
+
+if [ "$failed" -eq 0 ]; then
+    rm -rf "$logs"
+    echo "test-all: all suites in $((SECONDS - all_start)) s"
+else
+    echo "test-all: all suites in $((SECONDS - all_start)) s; the logs of what failed are in $logs/"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "log.h"
+#include "threshold.h"
 
 #include <cstdint>
 #include <functional>
@@ -41,12 +42,8 @@ struct Rule {
 // that no user's directory can stand in another's way.
 std::string default_spill_dir();
 
-// The threshold with no settings given (the front starts the engine lazily
-// with it, engine_start.h).
-constexpr uint64_t kDefaultThreshold = 64ull << 20;
-
 // [tiering]: moving live regions between disk and memory in place
-// (shim/tiering.h says when and why).
+// (shim/engine/tiering/tiering.h says when and why).
 struct TierSettings {
     bool enabled = true;
     uint64_t min_size = 64ull << 20;      // smaller regions never move
@@ -99,8 +96,5 @@ std::string describe_settings(const Settings &s);
 // continuing: SPILLWAY_ON_ERROR=continue is set and the job runs unprotected.
 std::string config_error_line(const std::string &message, bool continuing);
 constexpr int kConfigErrorExit = 78; // EX_CONFIG
-
-// Smallest threshold the shim accepts: below it regions waste whole pages.
-constexpr uint64_t kMinThreshold = 64 * 1024;
 
 } // namespace spillway

@@ -1,6 +1,6 @@
 // settings_check.h — how `spillway run` tells the processes it starts that
 // their settings were already judged, so the front may start the engine
-// lazily even though settings are given (engine_start.h).
+// lazily even though settings are given (engine_loader.h).
 //
 // The runner judges the settings with the shim's own code (exit 78 before
 // anything runs), then sets SPILLWAY_CHECKED=<threshold>:<log level>:<hash>

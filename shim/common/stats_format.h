@@ -44,6 +44,9 @@ inline constexpr char phase[] = "phase";
 inline constexpr char phase_ms[] = "phase_ms";
 inline constexpr char advice[] = "advice";
 inline constexpr char fault_pages_s[] = "fault_pages_s";
+// Only while the region is being moved (its bytes are then in two homes,
+// and "backing" is the one it is leaving): where it is going.
+inline constexpr char moving_to[] = "moving_to";
 
 // The live snapshot's memfd, as memfd_create takes it; /proc/PID/fd shows
 // it as "/memfd:spillway-live (deleted)".

@@ -260,7 +260,7 @@ fi
 # run, A (spillway) and B (mimalloc) alternating; the ratio is per pair.
 # Twice: with no setting (the engine starts at its first use, which /bin/true
 # never reaches) and with SPILLWAY_DIR given (the engine starts, and judges
-# the settings, before main: shim/engine_start.h).
+# the settings, before main: shim/front/engine_loader.h).
 if want startup; then
     ROUND=1
     log "start-up: /bin/true under spillway vs bare mimalloc, $((STARTS * 2)) pairs, no settings"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tiering.sh — figures of adaptive tiering (shim/tiering.h), printed, never
+# tiering.sh — figures of adaptive tiering (shim/engine/tiering/tiering.h), printed, never
 # asserted. Needs root and cgroup v1 or v2 (a cgroup named
 # spillway-tiering-bench-PID is created and removed).
 #
@@ -131,7 +131,7 @@ fields = {
     "cpu_ms": r"; (\d+) ms on CPU\)",
     "claim_ms": r"memfd and claim in (\d+) ms",
     "checks_ms": r"after (\d+) ms of locks and checks",
-    "pause_ms": r"writers paused at most ([\d.]+) ms",
+    "pause_ms": r"(?:writers|accesses) paused at most ([\d.]+) ms",
     "verdict_to_memory_s": r"in memory ([\d.]+) s after",
 }
 def promotions(name):

@@ -4,7 +4,7 @@
 # outgrows a 128 MiB memory cgroup (v1 or v2) is recorded under `spillway
 # run --record`, its page must load without a console error, the DOM the
 # browser built must hold the charts (SVG polylines, the limit line, the
-# job's exit) and a screenshot is written to PNG (the README's picture comes
+# job's exit) and a screenshot is written to PNG (docs/cli.md's picture comes
 # from here: tests/cli/report-example.png is a copy of one).
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -31,7 +31,7 @@ const char kSnapshot[] =
     "{\"start\":140000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"random\",\"phase_ms\":2500,"
     "\"advice\":\"random\",\"fault_pages_s\":300},"
     "{\"start\":150000000000,\"len\":8388608,\"backing\":\"memory\",\"phase\":\"undecided\",\"phase_ms\":0,"
-    "\"advice\":\"normal\",\"fault_pages_s\":0}],\"unlisted\":3}\n";
+    "\"advice\":\"normal\",\"fault_pages_s\":0,\"moving_to\":\"disk\"}],\"unlisted\":3}\n";
 
 JobSample sample_at(uint64_t mono_ns, uint64_t majflt, uint64_t read_bytes, uint64_t cg_majfault) {
     JobSample s;
@@ -181,6 +181,8 @@ TEST_CASE("top: a live snapshot is read whole, or not at all") {
     CHECK(s->regions[0].phase_ms == 2500);
     CHECK(s->regions[0].fault_pages_s == 300);
     CHECK(s->regions[1].backing == "memory");
+    CHECK(s->regions[0].moving_to.empty());
+    CHECK(s->regions[1].moving_to == "disk"); // being moved: in two homes until the move ends
     std::string cut(kSnapshot);
     CHECK_FALSE(parse_live_snapshot(cut.substr(0, cut.size() / 2)));
     CHECK_FALSE(find_live_snapshot(getpid())); // the test process runs no shim
@@ -231,6 +233,7 @@ TEST_CASE("top: rates come from two samples; the frame shows them, plainly witho
     CHECK(frame.find("4242     1      python3") != std::string::npos);
     CHECK(frame.find("100     8.00KiB  16.0MiB/64.0MiB (1)") != std::string::npos);
     CHECK(frame.find("disk   res/reserved 16.0MiB/64.0MiB") != std::string::npos);
+    CHECK(frame.find("memory>disk res/reserved") != std::string::npos); // the region being moved
     CHECK(frame.find("phase random 2.5s  advice random  faulted 300 pages/s") != std::string::npos);
     CHECK(frame.find("... 3 more regions") != std::string::npos);
     CHECK(frame.find("fallbacks so far: 2") != std::string::npos);
@@ -249,17 +252,16 @@ TEST_CASE("top: a sample is one JSON line that reads back") {
     derive(second, first);
     std::string line = sample_json(second, 500'000'000);
     CHECK(line.find('\n') == std::string::npos);
-    JsonValue v;
-    std::string error;
-    REQUIRE(parse_json(line, v, error));
-    CHECK(v.get("t")->number == Approx(1.5));
-    const JsonValue *cg = &v.get("cgroups")->items.at(0);
-    CHECK(cg->count("limit") == (1ull << 30));
-    CHECK(cg->count("usage") == (768ull << 20));
-    const JsonValue *p = &v.get("processes")->items.at(0);
-    CHECK(p->count("pid") == 4242);
-    CHECK(p->get("rank")->text == "1");
-    CHECK(p->get("majflt_s")->number == Approx(50));
-    CHECK(p->get("regions")->items.size() == 2);
-    CHECK(p->get("regions")->items[0].get("phase")->text == "random");
+    auto v = parse_object(line);
+    REQUIRE(v);
+    CHECK(number(member(*v, "t")) == Approx(1.5));
+    const Json &cg = items(member(*v, "cgroups")).at(0);
+    CHECK(count(cg, "limit") == (1ull << 30));
+    CHECK(count(cg, "usage") == (768ull << 20));
+    const Json &p = items(member(*v, "processes")).at(0);
+    CHECK(count(p, "pid") == 4242);
+    CHECK(text(member(p, "rank")) == "1");
+    CHECK(number(member(p, "majflt_s")) == Approx(50));
+    CHECK(items(member(p, "regions")).size() == 2);
+    CHECK(text(member(items(member(p, "regions"))[0], "phase")) == "random");
 }

@@ -1,6 +1,6 @@
 // test_writeback_cgroup.cpp — the writeback pacer unmaps live disk regions
 // and writes them back while other threads write, realloc and free them
-// (shim/writeback.cpp): every page must still hold what was written. Runs
+// (shim/engine/tiering/writeback.cpp): every page must still hold what was written. Runs
 // a helper in a fresh 160 MiB memory cgroup, where 8 threads keep about
 // 500 MiB of regions live, so reclaim runs and the pacer's passes are due.
 #include "memcg.h"

@@ -258,7 +258,7 @@ int main(int argc, char **argv) {
     std::mt19937_64 rng(42);
     do_fork(rng);
     // Past the recycle cache's idle time (1 s, trimmed every 250 ms: a
-    // freed region stays mapped that long, shim/recycle.h), so the baseline
+    // freed region stays mapped that long, shim/engine/large/recycle.h), so the baseline
     // holds no cached region's mapping.
     usleep(2000000);
     CHECK(!g_failed);

@@ -161,7 +161,7 @@ for v in $(strings "${libs[@]}" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u); do
   [[ " $documented " == *" $v "* ]] || bad "the library names an undocumented environment variable $v"
 done
 for v in $documented; do
-  grep -rqs "$v" "$(dirname "$0")/../../config" "$(dirname "$0")/../../README.md" || echo "security: note: $v is not documented under config/ or in README.md"
+  grep -rqs "$v" "$(dirname "$0")/../../config" "$(dirname "$0")/../../docs" "$(dirname "$0")/../../README.md" || echo "security: note: $v is not documented under config/, docs/ or in README.md"
 done
 ok "environment variables named by the library: $(strings "${libs[@]}" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u | tr '\n' ' ')"
 

@@ -4,8 +4,8 @@
 // fixture: the shim's internals brought up without LD_PRELOAD.
 #include "shim_fixture.h"
 
-#include "large.h"
-#include "reaper.h"
+#include "large/large.h"
+#include "backing/reaper.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

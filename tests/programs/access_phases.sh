@@ -13,7 +13,7 @@
 #    major fault (4-8 KiB without it under MADV_RANDOM; measured 81-372);
 #  - a random phase after the pass is back to <= 64 KiB per fault over
 #    2,000 touches. The pass is fed by the prefetch worker under
-#    MADV_SEQUENTIAL (shim/prefetch_worker.h), so the first random faults
+#    MADV_SEQUENTIAL (shim/engine/access/prefetch_worker.h), so the first random faults
 #    after it read whole windows until the next stream tick (10-20 ms)
 #    switches to MADV_RANDOM: 32-48 MiB measured before the worker. Over 600 touches that switch alone
 #    made 110 KiB per fault in one run of 4; over 2,000 it is ~25.

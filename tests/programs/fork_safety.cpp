@@ -1,5 +1,5 @@
 // fork_safety.cpp — fork must not deadlock, whatever other threads or signal
-// handlers are doing (see shim/fork_safety.h). Three cases, each run in its
+// handlers are doing (see shim/engine/fork_safety.h). Three cases, each run in its
 // own process group under a watchdog, so a hang is a failure (with the case
 // named), never a stuck CI:
 //   threads  fork while other threads allocate and free, small and large;

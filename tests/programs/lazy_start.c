@@ -1,6 +1,6 @@
 /* lazy_start.c — the engine (libspillway_engine.so, with libstdc++) loads at
  * its first use when no setting is given, and at start-up when one is
- * (shim/engine_start.h). A C program, so that nothing but the shim could
+ * (shim/front/engine_loader.h). A C program, so that nothing but the shim could
  * bring libstdc++ in. Run by lazy_start.sh; every mode exits 0 or prints the
  * failed check and exits 1.
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# lazy_start.sh LIB PROGRAM SPILLWAY — when the engine starts (shim/engine_start.h):
+# lazy_start.sh LIB PROGRAM SPILLWAY — when the engine starts (shim/front/engine_loader.h):
 #  * the front needs nothing but libc and libmimalloc.so.2 (no libstdc++);
 #  * with no setting given, a process that allocates nothing large never
 #    maps the engine or libstdc++; with one given, it is started (and the

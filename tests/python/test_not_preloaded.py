@@ -69,7 +69,7 @@ class WithoutTheShim(unittest.TestCase):
 class ShimLoadedButNotRouting(unittest.TestCase):
     def test_every_function_is_a_noop(self):
         # No SPILLWAY_* settings, so the shim's engine starts at the first
-        # spillway call, not at start-up (engine_start.h); by then the
+        # spillway call, not at start-up (engine_loader.h); by then the
         # address space left (20 MiB over what the process maps) holds the
         # engine's libraries but not the arena's first step (32 MiB), so the
         # shim is loaded but not routing. (A limit set before exec would

@@ -3,11 +3,15 @@
 // private spill directory on disk and a 1 MiB threshold.
 #pragma once
 
-#include "arena.h"
-#include "backing.h"
-#include "callsite.h"
+#include "registry/arena.h"
+#include "backing/backing.h"
+#include "sites/callsite.h"
+#include "access/sampler.h"
+#include "stats/stats_live.h"
+#include "tiering/rehome.h"
+#include "tiering/tiering_loop.h"
 #include "config.h"
-#include "large.h"
+#include "large/large.h"
 #include "profile.h"
 
 #include <cstdlib>
@@ -43,6 +47,9 @@ inline void bring_up() {
         spillway::arena::reserve(size_t(1) << 40);
         spillway::large_init(s);
         spillway::callsite_init(s);
+        spillway::sampler_init(s);
+        spillway::tiering_init(s);
+        spillway::stats_live_init(spillway::moving_to);
         spillway::profile_load(s);
         spillway::g_large_threshold = s.threshold;
         std::atexit([] { std::system(("rm -rf " + settings().spill_dir).c_str()); });

@@ -1,7 +1,7 @@
 // test_access_detector.cpp — the detector's pure rules: presence compared
 // tick to tick, the verdict, stream continuation, the read-ahead lead, and
 // reading presence from this process's own page table.
-#include "access_detector.h"
+#include "access/access_detector.h"
 
 #include <catch2/catch.hpp>
 #include <fcntl.h>

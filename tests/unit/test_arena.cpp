@@ -3,7 +3,7 @@
 // the reservation growing and shrinking with what regions hold.
 #include "shim_fixture.h"
 
-#include "region.h"
+#include "registry/region.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // test_background_thread.cpp — the shim's threads start detached, named,
 // with every signal blocked, and leave the starter's signal mask alone.
-#include "background_thread.h"
+#include "os/background_thread.h"
 
 #include <catch2/catch.hpp>
 

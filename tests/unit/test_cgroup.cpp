@@ -1,6 +1,6 @@
 // test_cgroup.cpp — headroom from cgroup v1 and v2 files (a fake tree), the
 // tightest ancestor binding, reclaimable page cache not counted as used.
-#include "cgroup.h"
+#include "os/cgroup.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,7 +1,7 @@
 // test_claims.cpp — the cgroup's shared budget file: parse/format, one
 // claim per process, dead claimants (and reused pids) dropped, and two
 // processes racing for the same headroom: exactly one wins.
-#include "claims.h"
+#include "tiering/claims.h"
 
 #include <catch2/catch.hpp>
 #include <csignal>

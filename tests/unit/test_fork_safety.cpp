@@ -4,11 +4,11 @@
 // interrupted the shim untrusted (its large path off, inherited regions
 // left alone) while a normal child keeps a working large path.
 #include "fork_safety.h"
-#include "large.h"
-#include "region.h"
-#include "rehome.h"
-#include "arena.h"
-#include "backing.h"
+#include "large/large.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
+#include "registry/arena.h"
+#include "backing/backing.h"
 #include "shim_fixture.h"
 
 #include <atomic>
@@ -44,31 +44,6 @@ bool locked_elsewhere(std::mutex &m) {
 pid_t bare_fork() { return _Fork(); }
 
 } // namespace
-
-TEST_CASE("lock_unless_held_here: takes a free lock, waits for others, never for itself") {
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    REQUIRE(lock_unless_held_here(&m));
-    // Now held by this thread: a second call must return at once, untaken.
-    double t0 = now_s();
-    CHECK_FALSE(lock_unless_held_here(&m));
-    CHECK(now_s() - t0 < 0.04);
-    pthread_mutex_unlock(&m);
-
-    std::atomic<bool> holding{false};
-    std::thread holder([&] {
-        pthread_mutex_lock(&m);
-        holding = true;
-        struct timespec ts = {0, 150000000};
-        nanosleep(&ts, nullptr);
-        pthread_mutex_unlock(&m);
-    });
-    while (!holding) std::this_thread::yield();
-    t0 = now_s();
-    CHECK(lock_unless_held_here(&m)); // waits for the other thread
-    CHECK(now_s() - t0 > 0.05);
-    pthread_mutex_unlock(&m);
-    holder.join();
-}
 
 TEST_CASE("prepare takes the large lock, parent releases it and restores the signal mask") {
     test::bring_up();

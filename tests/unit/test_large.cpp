@@ -3,11 +3,11 @@
 // retired, and refused with ENOMEM for impossible sizes.
 #include "shim_fixture.h"
 
-#include "policy.h"
-#include "reaper.h"
-#include "region.h"
+#include "large/policy.h"
+#include "backing/reaper.h"
+#include "registry/region.h"
 #include "spillway.h"
-#include "stats.h"
+#include "stats/stats.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

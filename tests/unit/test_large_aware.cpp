@@ -3,11 +3,11 @@
 // and keeps tiering moves off the region while the name is being made.
 #include "shim_fixture.h"
 
-#include "backing.h"
-#include "large.h"
-#include "reaper.h"
-#include "region.h"
-#include "rehome.h"
+#include "backing/backing.h"
+#include "large/large.h"
+#include "backing/reaper.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
 #include "spillway.h"
 
 #include <catch2/catch.hpp>

@@ -2,8 +2,8 @@
 // the required file of spillway_alloc_disk),
 // rules, and auto's physics (sequential to disk, random to memory while the
 // cgroup has headroom, else disk loudly).
-#include "callsite.h"
-#include "policy.h"
+#include "sites/callsite.h"
+#include "large/policy.h"
 #include "spillway.h"
 
 #include <catch2/catch.hpp>

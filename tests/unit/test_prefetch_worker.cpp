@@ -5,7 +5,7 @@
 // pages out the part behind the reader, refuses a stream when its slots are
 // full (closing the descriptor it was given), and closes a stream's
 // descriptor when the stream ends.
-#include "prefetch_worker.h"
+#include "access/prefetch_worker.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

@@ -3,7 +3,7 @@
 // process (no interpreter) captures nothing. Capture inside real
 // interpreters (3.8-3.13, with and without the GIL) is tested by
 // tests/programs/python_sites.sh and tests/python/test_callsites.py.
-#include "pyframes.h"
+#include "sites/pyframes.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // test_readahead_window.cpp — the device read-ahead lookup: a whole disk, a
 // partition (its disk's queue), a bdi-only device, nothing known; and the
 // real file system under /var/tmp against what sysfs says.
-#include "readahead_window.h"
+#include "os/readahead_window.h"
 
 #include <catch2/catch.hpp>
 #include <cstdio>

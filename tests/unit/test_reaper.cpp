@@ -2,11 +2,11 @@
 // or closed exactly once, by the thread or (past the backpressure bound)
 // inline, and drain() waits for them; the recycle cache's trim runs on the
 // thread while the cache holds regions, and drain() empties it first.
-#include "backing.h"
-#include "large.h"
-#include "reaper.h"
-#include "recycle.h"
-#include "region.h"
+#include "backing/backing.h"
+#include "large/large.h"
+#include "backing/reaper.h"
+#include "large/recycle.h"
+#include "registry/region.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -5,13 +5,13 @@
 // over the parent's cached regions.
 #include "shim_fixture.h"
 
-#include "cgroup.h"
+#include "os/cgroup.h"
 #include "fork_safety.h"
-#include "policy.h"
-#include "reaper.h"
-#include "recycle.h"
-#include "region.h"
-#include "stats.h"
+#include "large/policy.h"
+#include "backing/reaper.h"
+#include "large/recycle.h"
+#include "registry/region.h"
+#include "stats/stats.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // test_region.cpp — the live-region registry links and unlinks in O(1) and
 // region objects come from mimalloc, not the interposed malloc.
-#include "region.h"
+#include "registry/region.h"
 
 #include <catch2/catch.hpp>
 #include <mimalloc.h>

@@ -5,11 +5,12 @@
 // child runs a detector of its own over the regions it inherited.
 #include "shim_fixture.h"
 
-#include "arena.h"
+#include "registry/arena.h"
 #include "fork_safety.h"
-#include "reaper.h"
-#include "region.h"
-#include "sampler.h"
+#include "backing/reaper.h"
+#include "registry/region.h"
+#include "access/access_detector.h"
+#include "access/sampler.h"
 #include "spillway.h"
 
 #include <catch2/catch.hpp>

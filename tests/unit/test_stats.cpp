@@ -1,7 +1,7 @@
 // test_stats.cpp — the per-process JSON line: fields present, one line,
 // appended (so a process tree can share a file), "%p" expands to the pid,
 // the rank named when RANK / LOCAL_RANK are set.
-#include "stats.h"
+#include "stats/stats.h"
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -44,4 +44,30 @@ TEST_CASE("stats are one JSON object per process, appended") {
     CHECK(lines == 2);
     CHECK(std::ifstream(dir + "/p-" + std::to_string(getpid()) + ".jsonl").good());
     std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("a region moved in place is neither a free nor a new region: only its live bytes change backing") {
+    auto now = [] {
+        struct Counts {
+            uint64_t regions_disk, regions_memory, frees, live_disk, live_memory, demotions;
+        };
+        return Counts{g_stats.regions[(int)Backing::disk].load(), g_stats.regions[(int)Backing::memory].load(),
+                      g_stats.frees.load(), g_stats.live_bytes[(int)Backing::disk].load(),
+                      g_stats.live_bytes[(int)Backing::memory].load(), g_stats.demotions.load()};
+    };
+    stats_on_alloc(Backing::memory, 4096);
+    auto before = now();
+    stats_on_rehome(Backing::memory, Backing::disk, 4096); // spillway_spill, spillway_export
+    auto after = now();
+    CHECK(after.regions_disk == before.regions_disk);
+    CHECK(after.regions_memory == before.regions_memory);
+    CHECK(after.frees == before.frees);
+    CHECK(after.live_memory == before.live_memory - 4096);
+    CHECK(after.live_disk == before.live_disk + 4096);
+    CHECK(after.demotions == before.demotions); // not tiering's
+    stats_on_move(Backing::disk, Backing::memory, 4096, 1000, 10); // a promotion: counted as one
+    CHECK(g_stats.live_bytes[(int)Backing::memory].load() == before.live_memory);
+    CHECK(g_stats.frees.load() == before.frees);
+    CHECK(g_stats.promotions.load() >= 1);
+    stats_on_free(Backing::memory, 4096);
 }

@@ -3,8 +3,8 @@
 // when it does not fit, rewritten in a memfd of this process's own (a fork
 // child's own too), never into a descriptor the program took back.
 #include "shim_fixture.h"
-#include "reaper.h"
-#include "stats_live.h"
+#include "backing/reaper.h"
+#include "stats/stats_live.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -59,6 +59,10 @@ TEST_CASE("a live snapshot is one line naming each region's phase and advice") {
     CHECK(s.find("\"backing\":\"memory\",\"phase\":\"undecided\",\"phase_ms\":0,\"advice\":\"normal\"") !=
           std::string::npos);
     CHECK(s.find("\"unlisted\":0}") != std::string::npos);
+    CHECK(s.find("moving_to") == std::string::npos); // only while a move is under way
+    r[1].moving_to = (uint8_t)Backing::disk;
+    s.assign(buf, stats_live_format(buf, sizeof buf, 42, 3'500'000'000, r, 2, 2));
+    CHECK(s.find("\"advice\":\"normal\",\"fault_pages_s\":0,\"moving_to\":\"disk\"}") != std::string::npos);
 }
 
 TEST_CASE("a snapshot that does not fit lists a prefix and counts the rest") {

@@ -4,7 +4,7 @@
 // internal function's frame (the nearest exported symbol below it, a
 // different function) is flagged as a guess and printed with "?"; a frame
 // named by an exported symbol that contains it stays exact.
-#include "symbols.h"
+#include "sites/symbols.h"
 
 #include <catch2/catch.hpp>
 #include <dlfcn.h>

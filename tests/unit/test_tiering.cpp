@@ -1,7 +1,7 @@
-// test_tiering.cpp — the tiering rules (shim/tiering.h): what is promoted,
+// test_tiering.cpp — the tiering rules (shim/engine/tiering/tiering.h): what is promoted,
 // in which order, within which room and rate; when pressure demotes and
 // what goes first; cooldowns against thrash.
-#include "tiering.h"
+#include "tiering/tiering.h"
 
 #include <catch2/catch.hpp>
 
@@ -108,6 +108,67 @@ TEST_CASE("pressure: margin, growth forecast, kernel events and PSI") {
     in.limited = false;
     in.unreclaimable = 5000 * MiB;
     CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+}
+
+TEST_CASE("pressure: a region filling is bounded by what it has left to fill; other growth is extrapolated") {
+    TierSettings s; // margin 128 MiB, horizon 500 ms
+    PressureInput in;
+    in.limited = true;
+    in.limit = 512 * MiB;
+    // Integration scenario 9 on a slow machine (issue 25): a 256 MiB memfd
+    // region filling at 464 MiB/s, 173 MiB in. Taken as a trend, 232 MiB
+    // more within 500 ms: "growing", and the region that fits was demoted.
+    in.unreclaimable = 173 * MiB;
+    in.growth = 464.0 * MiB;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::growing);
+    // Known to be the region filling: it can add its last 83 MiB, no more.
+    in.growth = 0;
+    in.fill_growth = 464.0 * MiB;
+    in.unfilled = 83 * MiB;
+    CHECK(growth_forecast(in, s) == Approx(83.0 * MiB));
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    // A fill that would not reach its end within the horizon counts as it goes.
+    in.fill_growth = 100.0 * MiB;
+    CHECK(growth_forecast(in, s) == Approx(50.0 * MiB));
+    // The same fill with too little room left for it: growing.
+    in.unreclaimable = 300 * MiB; // 212 MiB away; the margin and the 83 MiB left want 211
+    in.fill_growth = 464.0 * MiB;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    in.unreclaimable = 302 * MiB;
+    PressureVerdict v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == 1 * MiB);
+    // Growth besides the fill (small allocations, other processes) is a
+    // trend, extrapolated whole, on top of the fill.
+    in.unreclaimable = 173 * MiB;
+    in.growth = 300.0 * MiB;
+    CHECK(growth_forecast(in, s) == Approx(233.0 * MiB));
+    CHECK(assess_pressure(in, s).reason == DemoteReason::growing);
+    // Pages released (negative fill) never make the forecast negative.
+    in.growth = -50.0 * MiB;
+    in.fill_growth = -100.0 * MiB;
+    CHECK(growth_forecast(in, s) == 0);
+}
+
+TEST_CASE("fill: regions present at both looks, matched by identity, birth and size") {
+    int a, b, c, d;
+    std::vector<FillSample> before = {{&a, 1, 256 * MiB, 100 * MiB}, {&b, 2, 64 * MiB, 64 * MiB},
+                                      {&c, 3, 64 * MiB, 10 * MiB}, {&d, 4, 64 * MiB, 0}};
+    std::vector<FillSample> now = {
+        {&b, 2, 64 * MiB, 64 * MiB},   // full at both
+        {&a, 1, 256 * MiB, 170 * MiB}, // filled 70 MiB, 86 to go (listed in another order)
+        {&c, 9, 64 * MiB, 64 * MiB},   // freed, and a new region in the same Region: new
+        {&d, 4, 128 * MiB, 100 * MiB}, // grown by realloc: not the same bytes
+        {&before, 5, 64 * MiB, 64 * MiB}, // new: its allocation is growth like any other
+    };
+    FillChange ch = fill_change(before, now);
+    CHECK(ch.filled == (int64_t)(70 * MiB));
+    CHECK(ch.unfilled == 86 * MiB);
+    now[1].resident = 40 * MiB; // released pages count against the fill
+    ch = fill_change(before, now);
+    CHECK(ch.filled == -(int64_t)(60 * MiB));
+    CHECK(ch.unfilled == 216 * MiB);
+    CHECK(fill_change({}, now).filled == 0);
 }
 
 TEST_CASE("demotion: memory and anon only, coldest first, until the need is covered") {

@@ -1,7 +1,7 @@
 // test_unwind_lazy.cpp — libunwind loaded on first use: concurrent first
 // calls never block and all end ready, the library is then in the process,
 // and the jump stubs keep unw_getcontext's frame the caller's own.
-#include "unwind_lazy.h"
+#include "sites/unwind_lazy.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>

@@ -4,12 +4,12 @@
 // an anonymous or memory region.
 #include "shim_fixture.h"
 
-#include "arena.h"
-#include "policy.h"
-#include "region.h"
-#include "reaper.h"
+#include "registry/arena.h"
+#include "large/policy.h"
+#include "registry/region.h"
+#include "backing/reaper.h"
 #include "spillway.h"
-#include "writeback.h"
+#include "tiering/writeback.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>

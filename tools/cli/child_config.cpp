@@ -67,7 +67,8 @@ ChildConfig compose_child_config(const Settings &s, const std::string &user_conf
         text = describe_settings(with_stats);
     }
     if (!write_file(c.config_path, text)) {
-        c.error = "cannot write " + c.config_path + " (" + strerror(errno) + ")";
+        c.error = "cannot write " + c.config_path + " (" + strerror(errno) +
+                  "); set TMPDIR to a writable directory with room, or set [stats] file in the config";
         remove_child_config(c);
         c.temp_dir.clear();
     }

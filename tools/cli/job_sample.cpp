@@ -1,7 +1,7 @@
 // job_sample.cpp — see job_sample.h.
 #include "job_sample.h"
 
-#include "json.h"
+#include "json_quote.h"
 #include "stats_format.h"
 
 #include <algorithm>
@@ -133,6 +133,7 @@ std::string sample_json(const JobSample &s, uint64_t start_ns) {
             const RegionSample &r = p.regions[j];
             out += std::string(j ? "," : "") + "{\"start\":" + n(r.live.start) + ",\"len\":" + n(r.live.len) +
                    ",\"resident\":" + n(r.resident) + ",\"backing\":" + json_quote(r.live.backing) +
+                   (r.live.moving_to.empty() ? "" : ",\"moving_to\":" + json_quote(r.live.moving_to)) +
                    ",\"phase\":" + json_quote(r.live.phase) + ",\"advice\":" + json_quote(r.live.advice) +
                    ",\"fault_pages_s\":" + n(r.live.fault_pages_s) + "}";
         }

@@ -49,6 +49,7 @@ std::string executable_dir() {
     return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
+#ifndef SPILLWAY_BUNDLED_LIBDIR
 static bool ends_with(const std::string &s, const std::string &suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -68,6 +69,7 @@ static std::string relocated_libdir(const std::string &exe_dir) {
     if (!ends_with(exe_dir, "/" + bindir)) return "";
     return exe_dir.substr(0, exe_dir.size() - bindir.size() - 1) + "/" + libdir;
 }
+#endif
 
 LibrarySearch locate_library() {
     LibrarySearch search;
@@ -79,10 +81,14 @@ LibrarySearch locate_library() {
         return search;
     }
     std::string exe_dir = executable_dir();
+#ifdef SPILLWAY_BUNDLED_LIBDIR
+    std::vector<std::string> dirs = {exe_dir + "/" SPILLWAY_BUNDLED_LIBDIR};
+#else
     std::vector<std::string> dirs = {exe_dir + "/../../shim"}; // build tree: tools/cli -> shim
     if (std::string relocated = relocated_libdir(exe_dir); !relocated.empty()) dirs.push_back(relocated);
     std::string libdir = SPILLWAY_INSTALL_LIBDIR;
     dirs.push_back(libdir[0] == '/' ? libdir : std::string(SPILLWAY_INSTALL_PREFIX) + "/" + libdir);
+#endif
     for (const std::string &dir : dirs) {
         for (const char *name : kLibraryNames) {
             std::string candidate = dir + "/" + name;

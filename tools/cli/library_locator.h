@@ -5,7 +5,10 @@
 // silent fall-through), then the build tree next to this executable, then
 // the installed libdir relative to this executable (so a `meson install
 // --destdir` tree or a moved prefix works), then the installed libdir as
-// configured at build time.
+// configured at build time. A tool built for a wheel (SPILLWAY_BUNDLED_LIBDIR
+// defined, relative to the executable) looks after $SPILLWAY_LIBRARY only in
+// its own package, so an installed wheel never picks up a build tree or
+// another installation.
 #pragma once
 
 #include <string>

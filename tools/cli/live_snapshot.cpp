@@ -11,36 +11,37 @@
 namespace spillway::cli {
 
 std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
-    JsonValue v;
-    std::string error;
-    if (!parse_json(text, v, error) || v.kind != JsonValue::Kind::object) return std::nullopt;
+    std::optional<Json> parsed = parse_object(text);
+    if (!parsed) return std::nullopt;
+    const Json &v = *parsed;
     namespace key = stats_key;
-    const JsonValue *pid = v.get(key::pid);
-    const JsonValue *regions = v.get(key::regions);
-    if (!pid || !pid->is_integer || !regions || regions->kind != JsonValue::Kind::array) return std::nullopt;
+    const Json *pid = member(v, key::pid);
+    const Json *regions = member(v, key::regions);
+    if (!pid || !pid->is_number_unsigned() || !regions || !regions->is_array()) return std::nullopt;
     LiveSnapshot s;
-    s.pid = (pid_t)pid->integer;
-    s.mono_ns = v.count(key::mono_ns);
-    s.fallbacks = v.count(key::fallbacks);
-    s.unlisted = v.count(key::unlisted);
+    s.pid = (pid_t)pid->get<uint64_t>();
+    s.mono_ns = count(v, key::mono_ns);
+    s.fallbacks = count(v, key::fallbacks);
+    s.unlisted = count(v, key::unlisted);
     for (int b = 0; b < 3; b++) {
-        if (const JsonValue *l = v.get(key::live_bytes)) s.live_bytes[b] = l->count(key::kBackings[b]);
-        if (const JsonValue *p = v.get(key::peak_bytes)) s.peak_bytes[b] = p->count(key::kBackings[b]);
+        if (const Json *l = member(v, key::live_bytes)) s.live_bytes[b] = count(*l, key::kBackings[b]);
+        if (const Json *p = member(v, key::peak_bytes)) s.peak_bytes[b] = count(*p, key::kBackings[b]);
     }
-    auto text_of = [](const JsonValue &o, const char *key) {
-        const JsonValue *m = o.get(key);
-        return m && m->kind == JsonValue::Kind::string ? m->text : std::string("?");
+    auto text_of = [](const Json &o, const char *key) {
+        const Json *m = member(o, key);
+        return m && m->is_string() ? m->get<std::string>() : std::string("?");
     };
-    for (const JsonValue &r : regions->items) {
-        if (r.kind != JsonValue::Kind::object) return std::nullopt;
+    for (const Json &r : items(regions)) {
+        if (!r.is_object()) return std::nullopt;
         LiveRegionView view;
-        view.start = r.count(key::start);
-        view.len = r.count(key::len);
+        view.start = count(r, key::start);
+        view.len = count(r, key::len);
         view.backing = text_of(r, key::backing);
         view.phase = text_of(r, key::phase);
         view.advice = text_of(r, key::advice);
-        view.phase_ms = r.count(key::phase_ms);
-        view.fault_pages_s = r.count(key::fault_pages_s);
+        view.phase_ms = count(r, key::phase_ms);
+        view.fault_pages_s = count(r, key::fault_pages_s);
+        if (const Json *m = member(r, key::moving_to); m && m->is_string()) view.moving_to = m->get<std::string>();
         s.regions.push_back(view);
     }
     return s;

@@ -1,5 +1,5 @@
 // live_snapshot.h — reads the shim's live snapshot of a running process
-// (shim/stats_live.h: a memfd named "spillway-live" that the process keeps
+// (shim/engine/stats/stats_live.h: a memfd named "spillway-live" that the process keeps
 // open): each region's range, backing, phase, advice and fault rate.
 //
 // Where: the descriptor of /proc/PID/fd whose link reads
@@ -24,6 +24,7 @@ namespace spillway::cli {
 struct LiveRegionView {
     uint64_t start = 0, len = 0;
     std::string backing, phase, advice;
+    std::string moving_to; // while a move is under way: where to ("" otherwise; backing is where from)
     uint64_t phase_ms = 0;
     uint64_t fault_pages_s = 0;
 };

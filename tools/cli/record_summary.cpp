@@ -11,8 +11,6 @@ namespace spillway::cli {
 
 namespace {
 
-double number(const JsonValue *v) { return v && v->kind == JsonValue::Kind::number ? v->number : 0; }
-std::string text(const JsonValue *v) { return v && v->kind == JsonValue::Kind::string ? v->text : ""; }
 
 struct LastSeen {
     double t = 0;
@@ -20,46 +18,46 @@ struct LastSeen {
     bool read_known = false;
 };
 
-void add_sample(RecordSummary &s, const JsonValue &v, std::map<long, LastSeen> &last) {
-    double t = number(v.get("t"));
+void add_sample(RecordSummary &s, const Json &v, std::map<long, LastSeen> &last) {
+    double t = number(member(v, "t"));
     s.samples++;
     s.last_t = std::max(s.last_t, t);
-    if (const JsonValue *cgs = v.get("cgroups"))
-        for (const JsonValue &c : cgs->items) {
-            if (c.get("known") && !c.get("known")->boolean) continue;
-            CgroupPeaks &p = s.cgroups[text(c.get("name"))];
-            p.version = (int)c.count("version");
-            if (c.count("usage") > p.peak_usage) {
-                p.peak_usage = c.count("usage");
+    if (const Json *cgs = member(v, "cgroups"))
+        for (const Json &c : items(cgs)) {
+            if (member(c, "known") && !boolean(member(c, "known"))) continue;
+            CgroupPeaks &p = s.cgroups[text(member(c, "name"))];
+            p.version = (int)count(c, "version");
+            if (count(c, "usage") > p.peak_usage) {
+                p.peak_usage = count(c, "usage");
                 p.peak_at = t;
             }
-            if (c.count("limit")) p.limit = c.count("limit");
-            p.anon = std::max(p.anon, c.count("anon"));
-            p.file = std::max(p.file, c.count("file"));
-            p.shmem = std::max(p.shmem, c.count("shmem"));
-            p.dirty = std::max(p.dirty, c.count("dirty"));
-            p.writeback = std::max(p.writeback, c.count("writeback"));
-            p.majfault_s = std::max(p.majfault_s, number(c.get("majfault_s")));
-            p.refault_s = std::max(p.refault_s, number(c.get("refault_s")));
-            if (const JsonValue *psi = c.get("psi"); psi && psi->kind == JsonValue::Kind::object) {
-                p.psi_scope = text(psi->get("scope"));
-                p.psi_some = std::max(p.psi_some, number(psi->get("some10")));
-                p.psi_full = std::max(p.psi_full, number(psi->get("full10")));
+            if (count(c, "limit")) p.limit = count(c, "limit");
+            p.anon = std::max(p.anon, count(c, "anon"));
+            p.file = std::max(p.file, count(c, "file"));
+            p.shmem = std::max(p.shmem, count(c, "shmem"));
+            p.dirty = std::max(p.dirty, count(c, "dirty"));
+            p.writeback = std::max(p.writeback, count(c, "writeback"));
+            p.majfault_s = std::max(p.majfault_s, number(member(c, "majfault_s")));
+            p.refault_s = std::max(p.refault_s, number(member(c, "refault_s")));
+            if (const Json *psi = member(c, "psi"); psi && psi->is_object()) {
+                p.psi_scope = text(member(*psi, "scope"));
+                p.psi_some = std::max(p.psi_some, number(member(*psi, "some10")));
+                p.psi_full = std::max(p.psi_full, number(member(*psi, "full10")));
             }
         }
-    const JsonValue *procs = v.get("processes");
+    const Json *procs = member(v, "processes");
     if (!procs) return;
-    for (const JsonValue &p : procs->items) {
-        long pid = (long)p.count("pid");
+    for (const Json &p : items(procs)) {
+        long pid = (long)count(p, "pid");
         ProcessPeaks &pk = s.processes[pid];
         bool first = pk.comm.empty();
-        pk.comm = text(p.get("comm"));
-        pk.rank = text(p.get("rank"));
-        pk.local_rank = text(p.get("local_rank"));
-        uint64_t majflt = p.count("majflt");
-        const JsonValue *rb = p.get("read_bytes");
-        bool read_known = rb && rb->is_integer;
-        uint64_t read = read_known ? rb->integer : 0;
+        pk.comm = text(member(p, "comm"));
+        pk.rank = text(member(p, "rank"));
+        pk.local_rank = text(member(p, "local_rank"));
+        uint64_t majflt = count(p, "majflt");
+        const Json *rb = member(p, "read_bytes");
+        bool read_known = rb && rb->is_number_unsigned();
+        uint64_t read = read_known ? rb->get<uint64_t>() : 0;
         if (first) {
             pk.first_t = t;
             pk.first_majflt = majflt;
@@ -69,19 +67,19 @@ void add_sample(RecordSummary &s, const JsonValue &v, std::map<long, LastSeen> &
         pk.last_t = t;
         pk.last_majflt = majflt;
         pk.last_read = read;
-        pk.peak_majflt_s = std::max(pk.peak_majflt_s, number(p.get("majflt_s")));
+        pk.peak_majflt_s = std::max(pk.peak_majflt_s, number(member(p, "majflt_s")));
         uint64_t resident = 0, reserved = 0;
         std::map<std::string, double> weight;
         double weight_sum = 0;
-        const JsonValue *regions = p.get("regions");
+        const Json *regions = member(p, "regions");
         auto it = last.find(pid);
         double dt = it != last.end() && t > it->second.t ? t - it->second.t : 0;
         if (regions)
-            for (const JsonValue &r : regions->items) {
-                resident += r.count("resident");
-                reserved += r.count("len");
-                std::string phase = text(r.get("phase"));
-                double rate = (double)r.count("fault_pages_s");
+            for (const Json &r : items(regions)) {
+                resident += count(r, "resident");
+                reserved += count(r, "len");
+                std::string phase = text(member(r, "phase"));
+                double rate = (double)count(r, "fault_pages_s");
                 weight[phase] += rate;
                 weight_sum += rate;
                 s.phases[phase].region_seconds += dt;
@@ -120,25 +118,25 @@ RecordSummary summarize_record(const std::vector<std::string> &lines) {
     std::map<long, LastSeen> last;
     for (const std::string &line : lines) {
         if (line.empty()) continue;
-        JsonValue v;
-        std::string error;
-        if (!parse_json(line, v, error) || v.kind != JsonValue::Kind::object) {
+        std::optional<Json> parsed = parse_object(line);
+        if (!parsed) {
             s.unreadable++;
             continue;
         }
-        if (v.get("spillway_record")) {
-            s.interval_s = number(v.get("interval_s"));
-            s.started = text(v.get("started"));
-            if (const JsonValue *c = v.get("command"))
-                for (const JsonValue &a : c->items) s.command += (s.command.empty() ? "" : " ") + a.text;
-        } else if (const JsonValue *e = v.get("exit")) {
+        const Json &v = *parsed;
+        if (member(v, "spillway_record")) {
+            s.interval_s = number(member(v, "interval_s"));
+            s.started = text(member(v, "started"));
+            if (const Json *c = member(v, "command"))
+                for (const Json &a : items(c)) s.command += (s.command.empty() ? "" : " ") + text(&a);
+        } else if (const Json *e = member(v, "exit")) {
             s.has_exit = true;
-            s.exit_t = number(e->get("t"));
-            s.exit_status = (int)e->count("status");
-            s.exit_signal = (int)e->count("signal");
-        } else if (v.get("stats")) {
+            s.exit_t = number(member(*e, "t"));
+            s.exit_status = (int)count(*e, "status");
+            s.exit_signal = (int)count(*e, "signal");
+        } else if (member(v, "stats")) {
             s.stats_lines++;
-        } else if (v.get("t")) {
+        } else if (member(v, "t")) {
             add_sample(s, v, last);
         } else {
             s.unreadable++;

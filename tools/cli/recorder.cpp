@@ -92,9 +92,7 @@ void Recorder::finish(const std::vector<std::string> &stats_lines, int status, i
         thread_.join();
     }
     for (const std::string &line : stats_lines) { // only whole objects, so every line of the record parses
-        JsonValue v;
-        std::string error;
-        if (parse_json(line, v, error) && v.kind == JsonValue::Kind::object) write_line("{\"stats\":" + line + "}");
+        if (parse_object(line)) write_line("{\"stats\":" + line + "}");
     }
     char end[128];
     snprintf(end, sizeof end, "{\"exit\":{\"t\":%.3f,\"status\":%d,\"signal\":%d}}",

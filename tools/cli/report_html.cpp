@@ -65,9 +65,7 @@ struct Timeline {
 
 const char *const kMemoryKinds[] = {"usage", "anon", "file", "shmem", "dirty", "writeback"};
 
-double number(const JsonValue *v) { return v && v->kind == JsonValue::Kind::number ? v->number : 0; }
-bool known_number(const JsonValue *v) { return v && v->kind == JsonValue::Kind::number && v->number >= 0; }
-std::string text(const JsonValue *v) { return v && v->kind == JsonValue::Kind::string ? v->text : ""; }
+bool known_number(const Json *v) { return v && v->is_number() && v->get<double>() >= 0; }
 
 std::string hex(uint64_t v) {
     char buf[24];
@@ -75,47 +73,47 @@ std::string hex(uint64_t v) {
     return buf;
 }
 
-void add_sample(Timeline &tl, const JsonValue &v) {
-    double t = number(v.get("t"));
+void add_sample(Timeline &tl, const Json &v) {
+    double t = number(member(v, "t"));
     tl.samples++;
     tl.last_t = std::max(tl.last_t, t);
-    if (const JsonValue *cgs = v.get("cgroups"))
-        for (const JsonValue &c : cgs->items) {
-            if (c.get("known") && !c.get("known")->boolean) continue;
-            CgroupTimeline &cg = tl.cgroups[text(c.get("name"))];
-            cg.version = (int)c.count("version");
-            if (c.count("limit")) cg.limit = c.count("limit");
+    if (const Json *cgs = member(v, "cgroups"))
+        for (const Json &c : items(cgs)) {
+            if (member(c, "known") && !boolean(member(c, "known"))) continue;
+            CgroupTimeline &cg = tl.cgroups[text(member(c, "name"))];
+            cg.version = (int)count(c, "version");
+            if (count(c, "limit")) cg.limit = count(c, "limit");
             for (const char *kind : kMemoryKinds)
-                if (c.get(kind)) cg.kinds[kind].points.push_back({t, (double)c.count(kind)});
+                if (member(c, kind)) cg.kinds[kind].points.push_back({t, (double)count(c, kind)});
         }
-    const JsonValue *procs = v.get("processes");
+    const Json *procs = member(v, "processes");
     if (!procs) return;
-    for (const JsonValue &p : procs->items) {
-        long pid = (long)p.count("pid");
+    for (const Json &p : items(procs)) {
+        long pid = (long)count(p, "pid");
         ProcessTimeline &pt = tl.processes[pid];
-        pt.comm = text(p.get("comm"));
-        pt.rank = text(p.get("rank"));
-        if (known_number(p.get("majflt_s"))) pt.majflt_rate.points.push_back({t, number(p.get("majflt_s"))});
-        uint64_t fallbacks = p.count("fallbacks");
+        pt.comm = text(member(p, "comm"));
+        pt.rank = text(member(p, "rank"));
+        if (known_number(member(p, "majflt_s"))) pt.majflt_rate.points.push_back({t, number(member(p, "majflt_s"))});
+        uint64_t fallbacks = count(p, "fallbacks");
         if (pt.seen && fallbacks > pt.fallbacks)
             tl.markers.push_back({t, "fallback", "pid " + std::to_string(pid) + ": " +
                                                       std::to_string(fallbacks - pt.fallbacks) + " fallback(s)"});
         pt.fallbacks = fallbacks;
         pt.seen = true;
-        if (const JsonValue *regions = p.get("regions"))
-            for (const JsonValue &r : regions->items) {
-                uint64_t start = r.count("start");
+        if (const Json *regions = member(p, "regions"))
+            for (const Json &r : items(regions)) {
+                uint64_t start = count(r, "start");
                 RegionTimeline &rt = pt.regions[start];
-                std::string backing = text(r.get("backing"));
+                std::string backing = text(member(r, "backing"));
                 if (!rt.backing.empty() && backing != rt.backing)
                     tl.markers.push_back({t, "move", "pid " + std::to_string(pid) + " region " + hex(start) + ": " +
                                                          rt.backing + " to " + backing});
                 rt.start = start;
-                rt.len = r.count("len");
+                rt.len = count(r, "len");
                 rt.backing = backing;
-                rt.resident.points.push_back({t, (double)r.count("resident")});
-                rt.fault_rate.points.push_back({t, (double)r.count("fault_pages_s")});
-                rt.peak_resident = std::max(rt.peak_resident, r.count("resident"));
+                rt.resident.points.push_back({t, (double)count(r, "resident")});
+                rt.fault_rate.points.push_back({t, (double)count(r, "fault_pages_s")});
+                rt.peak_resident = std::max(rt.peak_resident, count(r, "resident"));
             }
     }
 }
@@ -124,24 +122,24 @@ Timeline read_timeline(const std::vector<std::string> &lines) {
     Timeline tl;
     for (const std::string &line : lines) {
         if (line.empty()) continue;
-        JsonValue v;
-        std::string error;
-        if (!parse_json(line, v, error) || v.kind != JsonValue::Kind::object) {
+        std::optional<Json> parsed = parse_object(line);
+        if (!parsed) {
             tl.unreadable++;
             continue;
         }
-        if (v.get("spillway_record")) {
-            tl.interval_s = number(v.get("interval_s"));
-            tl.started = text(v.get("started"));
-            if (const JsonValue *c = v.get("command"))
-                for (const JsonValue &a : c->items) tl.command += (tl.command.empty() ? "" : " ") + a.text;
-        } else if (const JsonValue *e = v.get("exit")) {
+        const Json &v = *parsed;
+        if (member(v, "spillway_record")) {
+            tl.interval_s = number(member(v, "interval_s"));
+            tl.started = text(member(v, "started"));
+            if (const Json *c = member(v, "command"))
+                for (const Json &a : items(c)) tl.command += (tl.command.empty() ? "" : " ") + text(&a);
+        } else if (const Json *e = member(v, "exit")) {
             tl.has_exit = true;
-            tl.exit_t = number(e->get("t"));
-            tl.exit_status = (int)e->count("status");
-            tl.exit_signal = (int)e->count("signal");
-        } else if (v.get("stats")) {
-        } else if (v.get("t")) {
+            tl.exit_t = number(member(*e, "t"));
+            tl.exit_status = (int)count(*e, "status");
+            tl.exit_signal = (int)count(*e, "signal");
+        } else if (member(v, "stats")) {
+        } else if (member(v, "t")) {
             add_sample(tl, v);
         } else {
             tl.unreadable++;

@@ -26,6 +26,7 @@
 #include "spill_dir_prepare.h"
 #include "stats_collect.h"
 #include "stats_summary.h"
+#include "system_libraries.h"
 
 #include <climits>
 #include <csignal>
@@ -57,7 +58,9 @@ static const char kRunHelp[] =
     "      --record-interval SECS  between samples (default 1; 0.1 to 60)\n"
     "  -h, --help            this text\n\n"
     "libspillway.so is looked for in $SPILLWAY_LIBRARY, next to this program in the\n"
-    "build tree, then in the installed library directory.\n\n"
+    "build tree, then in the installed library directory (a wheel's tool: in the\n"
+    "wheel only). The libraries it loads from the system (libmimalloc.so.2,\n"
+    "libunwind.so.8) are checked first.\n\n"
     "exit status: COMMAND's own status; 128+N when it was killed by signal N; 127\n"
     "command not found; 126 not executable; 78 bad config; 1 spillway failed before\n"
     "running COMMAND; 2 usage error.\n";
@@ -201,6 +204,19 @@ int run_command(const Args &args) {
                                "); build it (tools/build.sh) or set SPILLWAY_LIBRARY=/path/to/libspillway.so");
     }
 
+    // Before anything is prepared: a library the loader would not find is
+    // one line naming its package (system_libraries.h).
+    for (const LibraryProblem &problem : missing_system_libraries()) {
+        if (!problem.library->required) {
+            warn("run", describe(problem));
+        } else if (continuing_on_error()) {
+            warn("run", describe(problem) + "; running without the shim (SPILLWAY_ON_ERROR=continue)");
+            return run_without_shim(opts.command);
+        } else {
+            return fail("run", describe(problem));
+        }
+    }
+
     std::map<std::string, std::string> child_env = opts.overlay.values;
     // Nested inside a tree that is already prepared (a `spillway run` under
     // another), clearing again would delete a sibling's fresh exports.
@@ -216,7 +232,7 @@ int run_command(const Args &args) {
         if (prepared.removed && !opts.quiet)
             std::cerr << "spillway run: removed " << prepared.removed << " stale spillway file(s) from "
                       << prepared.dir.path << "\n";
-        for (const std::string &k : prepared.kept) warn("run", "could not remove stale file " + k);
+        for (const std::string &k : prepared.kept) warn("run", "could not remove stale file " + k + " (the job runs; remove it by hand to free its disk space)");
     }
 
     const char *user_config = opts.overlay.lookup("SPILLWAY_CONFIG");

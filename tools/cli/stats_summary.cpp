@@ -16,39 +16,39 @@ namespace spillway::cli {
 StatsSummary summarize_stats(const std::vector<std::string> &lines) {
     StatsSummary s;
     for (const std::string &line : lines) {
-        JsonValue v;
-        std::string error;
-        if (!parse_json(line, v, error) || v.kind != JsonValue::Kind::object) {
+        std::optional<Json> parsed = parse_object(line);
+        if (!parsed) {
             s.unreadable++;
             continue;
         }
+        const Json &v = *parsed;
         s.processes++;
         uint64_t regions_here = 0;
         ProcessLine pl;
-        pl.pid = v.count(stats_key::pid);
-        if (const JsonValue *r = v.get(stats_key::rank); r && r->kind == JsonValue::Kind::string) pl.rank = r->text;
-        if (const JsonValue *r = v.get(stats_key::local_rank); r && r->kind == JsonValue::Kind::string) pl.local_rank = r->text;
-        if (const JsonValue *c = v.get(stats_key::cmd); c && c->kind == JsonValue::Kind::string) pl.cmd = c->text;
+        pl.pid = count(v, stats_key::pid);
+        pl.rank = text(member(v, stats_key::rank));
+        pl.local_rank = text(member(v, stats_key::local_rank));
+        pl.cmd = text(member(v, stats_key::cmd));
         for (int b = 0; b < 3; b++) {
-            if (const JsonValue *r = v.get(stats_key::regions)) regions_here += r->count(StatsSummary::kBackings[b]);
+            if (const Json *r = member(v, stats_key::regions)) regions_here += count(*r, StatsSummary::kBackings[b]);
             const char *name = StatsSummary::kBackings[b];
-            if (const JsonValue *r = v.get(stats_key::regions)) s.regions[b] += r->count(name);
-            if (const JsonValue *r = v.get(stats_key::bytes)) s.bytes[b] += r->count(name);
-            if (const JsonValue *r = v.get(stats_key::peak_bytes)) s.peak[b] = std::max(s.peak[b], r->count(name));
-            if (const JsonValue *r = v.get(stats_key::bytes)) pl.bytes[b] = r->count(name);
-            if (const JsonValue *r = v.get(stats_key::peak_bytes)) pl.peak[b] = r->count(name);
+            if (const Json *r = member(v, stats_key::regions)) s.regions[b] += count(*r, name);
+            if (const Json *r = member(v, stats_key::bytes)) s.bytes[b] += count(*r, name);
+            if (const Json *r = member(v, stats_key::peak_bytes)) s.peak[b] = std::max(s.peak[b], count(*r, name));
+            if (const Json *r = member(v, stats_key::bytes)) pl.bytes[b] = count(*r, name);
+            if (const Json *r = member(v, stats_key::peak_bytes)) pl.peak[b] = count(*r, name);
         }
-        if (const JsonValue *f = v.get(stats_key::fallbacks); f && f->kind == JsonValue::Kind::object)
-            for (const auto &[reason, n] : f->members)
-                if (n.is_integer && n.integer) {
-                    s.fallbacks[reason] += n.integer;
-                    pl.fallbacks += n.integer;
+        if (const Json *f = member(v, stats_key::fallbacks); f && f->is_object())
+            for (const auto &[reason, value] : f->items())
+                if (uint64_t n = value.is_number_unsigned() ? value.get<uint64_t>() : 0) {
+                    s.fallbacks[reason] += n;
+                    pl.fallbacks += n;
                 }
-        if (const JsonValue *t = v.get(stats_key::tiering); t && t->kind == JsonValue::Kind::object) {
-            s.promotions += t->count(stats_key::promotions);
-            s.promoted_bytes += t->count(stats_key::promoted_bytes);
-            s.demotions += t->count(stats_key::demotions);
-            s.demoted_bytes += t->count(stats_key::demoted_bytes);
+        if (const Json *t = member(v, stats_key::tiering); t && t->is_object()) {
+            s.promotions += count(*t, stats_key::promotions);
+            s.promoted_bytes += count(*t, stats_key::promoted_bytes);
+            s.demotions += count(*t, stats_key::demotions);
+            s.demoted_bytes += count(*t, stats_key::demoted_bytes);
         }
         s.routing += regions_here > 0;
         pl.regions = regions_here;

@@ -5,7 +5,7 @@
 # resolve_shim [PATH]: sets SHIM to a real file (symlinks resolved, as the
 # file itself is bind-mounted into containers), and ENGINE to the
 # libspillway_engine.so beside it, which the shim loads from its own
-# directory (shim/engine_start.h).
+# directory (shim/front/engine_loader.h).
 resolve_shim() {
     local given=${1:-${SPILLWAY_SHIM:-}}
     if [ -z "$given" ]; then

@@ -6,6 +6,7 @@ INTEGRATION_PACKAGES=(
     gcc libc6-dev                      # scenario programs are built on the host
     meson ninja-build pkg-config g++   # building the shim when no path is given
     libmimalloc-dev libunwind-dev libtomlplusplus-dev
+    nlohmann-json3-dev                 # meson setup configures the tool too (tools/cli)
     python3 python3-numpy python3-torch
     e2fsprogs util-linux mount coreutils procps
 )

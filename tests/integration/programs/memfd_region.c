@@ -1,10 +1,13 @@
 /* memfd_region.c — scenario 9: a 256 MiB region under SPILLWAY_POLICY=memory
  * in a container whose /dev/shm is Docker's default 64 MiB. Default mode:
- * malloc the region, write and verify it, and show where it lives (the
- * shim's backing and the /proc/self/maps line: a memfd, not /dev/shm).
+ * malloc the region, write and verify it, and show where it lives: the
+ * shim's backing, the /proc/self/maps line at its start (a memfd, not
+ * /dev/shm), and whether every mapping over its whole range is one (a
+ * region half moved to a spill file showed only at its start, issue 25).
+ * --fill-mib-s RATE writes it at RATE MiB/s, as a slower machine does.
  * --devshm (control): put the same bytes in a /dev/shm file instead, which
  * must stop with ENOSPC at the 64 MiB size of /dev/shm.
- * Usage: memfd_region SIZE_MIB [--devshm] */
+ * Usage: memfd_region SIZE_MIB [--devshm | --fill-mib-s RATE] */
 #include "probe.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 static void print_devshm_size(void) {
@@ -69,6 +73,39 @@ static void mapping_of(const void *p, char *line, size_t cap) {
     fclose(f);
 }
 
+/* Whether every mapping over [p, p+len) is a memfd; into line[cap], the
+ * first that is not (or a gap), else how many there are. */
+static int all_memfd(const void *p, size_t len, char *line, size_t cap) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    snprintf(line, cap, "cannot read /proc/self/maps");
+    if (!f) return 0;
+    uintptr_t at = (uintptr_t)p, end = at + len;
+    int spans = 0, ok = 1;
+    char buf[512];
+    while (ok && fgets(buf, sizeof buf, f)) {
+        unsigned long lo, hi;
+        if (sscanf(buf, "%lx-%lx", &lo, &hi) != 2 || hi <= at || lo >= end) continue;
+        buf[strcspn(buf, "\n")] = 0;
+        ok = lo <= at && strstr(buf, " rw-s ") && strstr(buf, "/memfd:");
+        if (ok) at = hi;
+        else snprintf(line, cap, "at offset %lu MiB: %s", (unsigned long)((lo > at ? at : lo) - (uintptr_t)p) >> 20, buf);
+        spans++;
+    }
+    fclose(f);
+    if (ok && at < end) {
+        snprintf(line, cap, "its last %lu MiB are not mapped", (unsigned long)(end - at) >> 20);
+        ok = 0;
+    }
+    if (ok) snprintf(line, cap, "%d mapping(s)", spans);
+    return ok;
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "memfd_region: usage: memfd_region SIZE_MIB [--devshm]; pass the size\n");
@@ -78,16 +115,33 @@ int main(int argc, char **argv) {
     print_devshm_size();
     if (argc > 2 && strcmp(argv[2], "--devshm") == 0) return devshm_control(size);
 
+    double rate = argc > 3 && strcmp(argv[2], "--fill-mib-s") == 0 ? strtod(argv[3], 0) : 0;
+
     uint64_t *p = malloc(size);
     if (!p) {
         fprintf(stderr, "memfd_region: malloc(%zu MiB) failed; out of memory\n", size >> 20);
         return 3;
     }
-    for (size_t i = 0; i < words; i++) p[i] = probe_mix(i);
-    char line[512];
+    double t0 = seconds_now();
+    const size_t step = (8 << 20) / 8; /* words: 8 MiB at a time */
+    for (size_t first = 0; first < words; first += step) {
+        for (size_t i = first; i < words && i < first + step; i++) p[i] = probe_mix(i);
+        double due = rate > 0 ? t0 + (double)((first + step) * 8 >> 20) / rate : 0;
+        while (seconds_now() < due) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, 0);
+        }
+    }
+    printf("filled in %.0f ms\n", (seconds_now() - t0) * 1e3);
+    /* The shim first (it answers once a move under way is over), then the kernel. */
+    int backing = probe_backing(p);
+    char line[512], range[640];
     mapping_of(p, line, sizeof line);
-    printf("backing=%s\n", probe_backing_name(probe_backing(p)));
+    int whole = all_memfd(p, size, range, sizeof range);
+    printf("backing=%s\n", probe_backing_name(backing));
     printf("mapping: %s\n", line);
+    printf("range: %s\n", whole ? "all memfd" : "NOT all memfd");
+    printf("range detail: %s\n", range);
     for (size_t i = 0; i < words; i++)
         if (p[i] != probe_mix(i)) {
             printf("checksum MISMATCH at word %zu\n", i);

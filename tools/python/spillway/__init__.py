@@ -28,6 +28,7 @@ import warnings
 import weakref
 
 from . import _maps
+from ._locate import library_path
 
 __all__ = [
     "is_active",
@@ -41,6 +42,7 @@ __all__ = [
     "export",
     "load",
     "prepare_spill_dir",
+    "library_path",
     # The reference API (gigl.utils.share_memory): spillway/sharing.py.
     "allocate_disk_backed",
     "allocate_preshared",

@@ -1,0 +1,21 @@
+// front_state.cpp — the definitions of front_state.h. They live in
+// libspillway.so (the front, loaded at start-up) and libspillway_engine.so
+// refers to them by name, so both halves see one copy (engine_api.h says
+// why there are two halves).
+//
+// Invariant: before the engine has started, g_large_threshold is SIZE_MAX
+// or the default threshold (front/engine_loader.cpp) and the arena is empty,
+// so arena::owns() is false for every pointer and free() never reaches the
+// engine.
+#include "front_state.h"
+
+namespace spillway {
+
+size_t g_large_threshold = SIZE_MAX;
+
+namespace arena {
+uintptr_t g_base = 0;
+std::atomic<uintptr_t> g_size{0};
+} // namespace arena
+
+} // namespace spillway

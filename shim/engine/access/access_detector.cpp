@@ -1,0 +1,201 @@
+// access_detector.cpp — see access_detector.h.
+#include "access/access_detector.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <linux/ioctl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+inline bool bit(const uint64_t *bits, uint64_t i) { return (bits[i >> 6] >> (i & 63)) & 1; }
+
+// PAGEMAP_SCAN (Linux 6.7): the kernel walks the page table and returns runs
+// of present pages, ~100x cheaper than reading 8 bytes per page. Declared
+// here because older kernel headers lack it; the ABI is fixed.
+struct PmPageRegion {
+    uint64_t start, end, categories;
+};
+struct PmScanArg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
+constexpr uint64_t kPageIsPresent = 1u << 3;
+bool g_scan_unsupported = false;
+
+long presence_by_scan(int fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
+                      bool *overflow) {
+    PmPageRegion vec[64];
+    size_t n = 0;
+    uint64_t end = start + pages * 4096, at = start;
+    while (at < end) {
+        PmScanArg arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = at;
+        arg.end = end;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = 64;
+        arg.category_mask = kPageIsPresent;
+        arg.return_mask = kPageIsPresent;
+        long got = ioctl(fd, kPagemapScan, &arg);
+        if (got < 0) return -1;
+        for (long i = 0; i < got; i++) {
+            uint64_t first = (vec[i].start - start) / 4096, count = (vec[i].end - vec[i].start) / 4096;
+            if (n && runs[n - 1].first + runs[n - 1].count == first) { // split at a VMA edge
+                runs[n - 1].count += count;
+                continue;
+            }
+            if (n == cap) {
+                *overflow = true;
+                return (long)n;
+            }
+            runs[n++] = {first, count};
+        }
+        if (arg.walk_end <= at) break;
+        at = arg.walk_end;
+    }
+    return (long)n;
+}
+
+long presence_by_read(int fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
+                      bool *overflow) {
+    uint64_t entries[512];
+    size_t n = 0;
+    bool open_run = false;
+    for (uint64_t done = 0; done < pages;) {
+        uint64_t want = pages - done < 512 ? pages - done : 512;
+        ssize_t got = pread(fd, entries, want * 8, (off_t)((start / 4096 + done) * 8));
+        if (got <= 0) return -1;
+        uint64_t k = (uint64_t)got / 8;
+        for (uint64_t i = 0; i < k; i++) {
+            bool present = (entries[i] >> 63) & 1;
+            if (present && open_run) runs[n - 1].count++;
+            else if (present) {
+                if (n == cap) {
+                    *overflow = true;
+                    return (long)n;
+                }
+                runs[n++] = {done + i, 1};
+            }
+            open_run = present;
+        }
+        done += k;
+    }
+    return (long)n;
+}
+} // namespace
+
+TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *runs, size_t n_runs,
+                              bool overflow) {
+    TickEvidence e;
+    e.overflow = overflow;
+    // Within one present run, new pages separated only by pages that were
+    // already present are one island: a stream passing over pages left
+    // mapped by an earlier phase is still one stream.
+    for (size_t r = 0; r < n_runs; r++) {
+        uint64_t first = runs[r].first, end = first + runs[r].count;
+        if (end > pages) end = pages;
+        uint64_t fresh = 0, lo = 0, hi = 0;
+        for (uint64_t i = first; i < end; i++) {
+            if (bits && (i & 63) == 0 && i + 64 <= end && bits[i >> 6] == ~0ull) {
+                i += 63; // 64 pages known present: the common case, one compare
+                continue;
+            }
+            if (bits && bit(bits, i)) continue;
+            if (!fresh) lo = i;
+            hi = i + 1;
+            fresh++;
+        }
+        if (!fresh) continue;
+        e.new_pages += fresh;
+        e.new_islands++;
+        if (fresh > e.longest_new) {
+            e.longest_new = fresh;
+            e.longest_start = lo;
+            e.longest_end = hi;
+        }
+    }
+    if (bits) {
+        // With an overflowing list, only the listed prefix is known: the
+        // rest of the bitmap keeps the last tick's knowledge.
+        uint64_t known = overflow && n_runs ? runs[n_runs - 1].first + runs[n_runs - 1].count : pages;
+        if (known > pages) known = pages;
+        for (uint64_t i = 0; i < known;) {
+            if ((i & 63) == 0 && i + 64 <= known) {
+                bits[i >> 6] = 0;
+                i += 64;
+            } else {
+                bits[i >> 6] &= ~(1ull << (i & 63));
+                i++;
+            }
+        }
+        for (size_t r = 0; r < n_runs; r++) {
+            uint64_t first = runs[r].first, end = first + runs[r].count;
+            if (end > pages) end = pages;
+            for (uint64_t i = first; i < end;) {
+                if ((i & 63) == 0 && i + 64 <= end) {
+                    bits[i >> 6] = ~0ull;
+                    i += 64;
+                } else {
+                    bits[i >> 6] |= 1ull << (i & 63);
+                    i++;
+                }
+            }
+        }
+    }
+    return e;
+}
+
+Verdict classify_tick(const TickEvidence &e) {
+    if (e.new_pages == 0) return Verdict::undecided;
+    bool many_short = e.new_islands >= kRandomMinIslands && e.new_pages <= e.new_islands * kIslandMaxPages;
+    // A stream's run dominates what appeared; a few stray faults beside it
+    // (another thread, a header page) do not make it random.
+    if (e.longest_new >= kStreamMinPages && e.longest_new * 2 >= e.new_pages) return Verdict::sequential;
+    if (many_short) return Verdict::random;
+    // Islands a fault maps whole (large folios read ahead under other
+    // advice) are bigger, but still many with none dominating.
+    if (e.new_islands >= 2 * kRandomMinIslands && e.longest_new * 4 < e.new_pages) return Verdict::random;
+    return Verdict::undecided;
+}
+
+bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages) {
+    if (!e.new_islands) return false;
+    uint64_t need = std::max<uint64_t>(kClusterMinPages, readahead_pages / 16);
+    return e.new_pages / e.new_islands >= need;
+}
+
+bool continues_run(const TickEvidence &e, uint64_t last_front) {
+    constexpr uint64_t kSlack = 16;
+    if (e.longest_new < 2 || e.longest_new * 2 < e.new_pages || last_front == 0) return false;
+    return e.longest_start + kSlack >= last_front && e.longest_start <= last_front + kSlack;
+}
+
+uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,
+                             uint64_t max_pages) {
+    uint64_t lead = (uint64_t)((double)pages_per_s * (double)lead_ns / 1e9);
+    if (lead < min_pages) lead = min_pages;
+    if (lead > max_pages) lead = max_pages;
+    return lead;
+}
+
+long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
+                   bool *overflow) {
+    *overflow = false;
+    if (pagemap_fd < 0) return -1;
+    if (!g_scan_unsupported) {
+        long n = presence_by_scan(pagemap_fd, start, pages, runs, cap, overflow);
+        if (n >= 0) return n;
+        if (errno != ENOTTY && errno != EINVAL) return -1;
+        g_scan_unsupported = true;
+        *overflow = false;
+    }
+    return presence_by_read(pagemap_fd, start, pages, runs, cap, overflow);
+}
+
+} // namespace spillway

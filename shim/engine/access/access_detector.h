@@ -1,0 +1,97 @@
+// access_detector.h — decides, per region and per tick, whether the pages
+// newly faulted in since the last tick came as one stream or as scattered
+// islands, and where a stream's reader is. Pure functions over page-table
+// presence samples; the sampler thread (sampler.cpp) feeds them and acts.
+//
+// Why page-table presence, compared tick to tick: a fault maps the faulted
+// page plus at most fault-around (64 KiB) of pages already cached, and under
+// MADV_RANDOM (the advice every disk region keeps, see backing.h) no
+// read-around creates large folios that a fault would map whole. So each
+// random fault leaves one small new island, and a reader going in order
+// leaves one long new run at a moving front: a faithful signal whatever
+// read_ahead_kb is. Presence *windows* (the old method) are blurred as soon
+// as anything maps more than one page per fault.
+//
+// Invariants: nothing here allocates, locks or makes a system call except
+// read_presence (one ioctl or pread loop on /proc/self/pagemap).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spillway {
+
+// The detector's verdict on a region; Region::phase holds it as a uint8_t.
+enum class Verdict : uint8_t { undecided = 0, sequential = 1, random = 2 };
+
+// A run of present pages [first, first+count), in pages from the region start.
+struct PageRun {
+    uint64_t first = 0, count = 0;
+};
+
+// What one tick saw, relative to the previous tick's presence bitmap.
+struct TickEvidence {
+    uint64_t new_pages = 0;    // present now, absent at the last tick
+    uint64_t new_islands = 0;  // present runs holding new pages (old present pages bridge)
+    uint64_t longest_new = 0;  // new pages in the island with the most
+    uint64_t longest_start = 0; // its first new page
+    uint64_t longest_end = 0;  // page after its last new page (a stream's front)
+    bool overflow = false;     // too many runs to list: only a prefix was compared
+};
+
+// Thresholds, in 4 KiB pages. A stream leaves one run of at least
+// kStreamMinPages per tick (a reader faulting 4 KiB at a time at the disk's
+// random-read latency still covers ~400 pages in 100 ms); a random fault
+// leaves at most fault-around (16 pages) plus whatever large folio is
+// already cached there.
+constexpr uint64_t kStreamMinPages = 64;
+constexpr uint64_t kRandomMinIslands = 4;
+constexpr uint64_t kIslandMaxPages = 32; // mean new-island size of scattered access
+
+// Compares this tick's runs (sorted, disjoint) with the bitmap of pages
+// present at the last tick (bit i = page i, `pages` bits), then rewrites the
+// bitmap to this tick's presence. `bits` may be null (first tick: nothing
+// counted as new except what is present now).
+TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *runs, size_t n_runs,
+                              bool overflow);
+
+// The tick's verdict: sequential when one long new run dominates, random
+// when many short new islands appeared, undecided on too little evidence
+// (the caller then keeps the verdict it had).
+Verdict classify_tick(const TickEvidence &e);
+
+// Whether a random tick's islands are big enough that a fault should read
+// more than its page (MADV_SEQUENTIAL) rather than exactly its page
+// (MADV_RANDOM): a reader taking whole contiguous slices in random order, a
+// DataLoader worker's shuffled batches of rows, for one. Under MADV_RANDOM
+// such an island costs one disk round trip per 4 KiB; under MADV_SEQUENTIAL
+// one read of the device's window, which is cheaper once the island holds
+// a sixteenth of the window (measured, scenario 8: 1 MiB islands at an
+// 8 MiB window took 20-24 s under MADV_RANDOM and 7.4-8.2 s under
+// MADV_SEQUENTIAL, the unconstrained time). A random fault maps at most
+// fault-around (16 pages), so small scattered faults never look clustered
+// whatever advice is in force. True when the tick's new pages came in
+// islands of max(kClusterMinPages, readahead_pages / 16) pages on average;
+// readahead_pages: the device's window (0: unknown).
+constexpr uint64_t kClusterMinPages = 64;
+bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages);
+
+// Whether this tick's longest new run starts where the last tick's ended
+// (within fault-around, 16 pages) and dominates what appeared: a stream too
+// slow to leave kStreamMinPages in one tick (4 KiB faults at a loaded
+// disk's latency) is still one run growing from its front.
+bool continues_run(const TickEvidence &e, uint64_t last_front);
+
+// How far ahead of a stream's front to have read, in pages: enough for
+// `lead_ns` at the observed rate (pages per second), within [min, max].
+uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,
+                             uint64_t max_pages);
+
+// Reads which pages of [start, start + pages*4096) this process maps,
+// as sorted runs into runs[cap]. Returns the number of runs; sets *overflow
+// when there were more than cap (the listed ones are then a prefix).
+// pagemap_fd is an open /proc/self/pagemap; -1 on error.
+long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
+                   bool *overflow);
+
+} // namespace spillway

@@ -1,0 +1,628 @@
+// sampler.cpp — see sampler.h. The thread and its schedule; the rules it
+// applies live in access_detector.cpp.
+#include "access/sampler.h"
+#include "clock.h"
+
+#include "access/access_detector.h"
+#include "registry/arena.h"
+#include "os/background_thread.h"
+#include "backing/backing.h"
+#include "sites/callsite.h"
+#include "os/cgroup.h"
+#include "fd_policy.h"
+#include "log.h"
+#include "access/prefetch_worker.h"
+#include "os/readahead_window.h"
+#include "registry/region.h"
+#include "stats/stats_live.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <mimalloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+constexpr uint64_t kPeriodNs = 100'000'000;      // phase change noticed within ~100 ms
+constexpr uint64_t kStreamPeriodNs = 20'000'000; // while a stream moves
+constexpr uint64_t kFeedPeriodNs = 10'000'000;   // while reading ahead of one
+constexpr uint64_t kMinAgeNs = 50'000'000;
+constexpr size_t kMaxTracks = 4096;
+constexpr size_t kMaxRuns = 16384;
+constexpr uint64_t kPage = 4096;
+// Read-ahead for a stream: 4 stream ticks' worth of its rate, at least
+// 64 MiB, at most 256 MiB and a quarter of the cgroup's limit (measured: a
+// 256 MiB lead in a 128 MiB cgroup evicted the pages read ahead before the
+// reader got there, and the pass ran at a tenth of the disk's bandwidth; an
+// 8 MiB lead kept too few requests in flight to reach half the bandwidth).
+constexpr uint64_t kLeadNs = 4 * kStreamPeriodNs;
+constexpr uint64_t kLeadMinPages = (64u << 20) / kPage;
+constexpr uint64_t kLeadMaxPages = (256u << 20) / kPage;
+// A stream reads from disk (is "fed") once its front is this far behind
+// the furthest page ever written: a re-read, not a first fill.
+constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
+// A stream is read ahead of by the worker once it has run this far: shorter
+// ones are contiguous slices read in random order (update_clustered).
+constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
+
+bool g_learn = false; // sampler_init: [callsites] learn
+std::atomic<bool> g_started{false};
+std::atomic<bool> g_stop{false};
+std::atomic<uint64_t> g_cpu_ns{0}, g_ticks{0}, g_prefetched{0};
+int g_pagemap = -1;
+
+// What the thread remembers of one disk region between ticks.
+struct Track {
+    uintptr_t start = 0;
+    uint64_t born = 0; // with start: the identity (an address range is reused)
+    uint64_t pages = 0;
+    uint64_t *bits = nullptr; // presence at the last look, 1 bit per page
+    CallSite *site = nullptr;
+    bool advice_pinned = false; // the user's advice: never changed, only read ahead of
+    int fd = -1;              // its spill file (for the device's read-ahead)
+    uint64_t file_off = 0;    // the region's offset in it
+    int worker_fd = -1;       // a dup of fd taken under the large lock, for the worker
+    bool handed = false;      // the prefetch worker reads ahead of this stream
+    bool worker_refused = false; // ...had no free slot: this thread feeds it
+    Verdict verdict = Verdict::undecided;
+    uint64_t last_look_ns = 0;
+    uint64_t last_full_look_ns = 0; // the whole region, not a stream's window
+    uint64_t front = 0;          // a stream's front (page index)
+    uint64_t rate = 0;           // its pages per second
+    uint64_t prefetched_to = 0;  // read-ahead issued up to this page
+    uint64_t dropped_to = 0;     // paged out behind the stream up to this page
+    uint64_t stream_from = 0;    // where the current stream began
+    bool streaming = false;
+    bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
+    unsigned idle_looks = 0;
+    bool fed = false;        // read ahead of: a re-read of written pages
+    bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
+    bool cache_managed = false; // Region::cache_managed: never read ahead
+    bool clustered = false;  // random, but in islands a window read serves (clustered_islands)
+    int64_t readahead_pages = -1; // the device's window (-1: not read yet)
+    uint64_t filled_to = 0;  // end of the furthest page ever seen present
+    int advice_published = -1;
+    uint32_t rate_published = UINT32_MAX;
+};
+
+Track *g_tracks = nullptr, *g_next_tracks = nullptr;
+size_t g_track_count = 0;
+PageRun *g_runs = nullptr, *g_all_runs = nullptr;
+uint64_t g_last_faults = 0;
+uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
+
+// What a tick decided for one track, applied to its live region by
+// publish_all under one hold of the large lock.
+struct Publication {
+    uintptr_t start;
+    uint64_t born;
+    uint64_t now;
+    uint32_t rate;
+    int advice; // to set, unless pinned (then -1)
+    Verdict verdict;
+    bool changed;
+    Track *want_fd; // a stream for the prefetch worker: dup its file's descriptor
+};
+Publication *g_publications = nullptr;
+size_t g_publication_count = 0;
+
+uint64_t process_faults() {
+    rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
+// The prefetch worker stops reading ahead of t (its stream ended or its
+// region is gone).
+void unhand(Track &t) {
+    if (t.handed) prefetch_end(t.start, t.born);
+    t.handed = false;
+    t.worker_refused = false;
+    if (t.worker_fd >= 0) close(t.worker_fd);
+    t.worker_fd = -1;
+}
+
+void drop_track(Track &t) {
+    if (t.bits) mi_free(t.bits);
+    t.bits = nullptr;
+    unhand(t);
+}
+
+// Lists live disk regions (one hold of the large lock) and carries over what
+// was known about each. Returns false when the tables cannot be had.
+bool refresh_tracks(uint64_t now) {
+    if (!g_tracks) {
+        g_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
+        g_next_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
+        g_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
+        g_all_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
+        g_publications = (Publication *)mi_malloc(kMaxTracks * sizeof(Publication));
+        if (!g_tracks || !g_next_tracks || !g_runs || !g_publications) return false;
+    }
+    size_t n = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r && n < kMaxTracks; r = r->next) {
+            // A fork child's private copies too: its own reads need advice
+            // as much as the parent's (the fork sequence, fork_safety.h,
+            // starts this thread in such a child).
+            if (r->backing != Backing::disk || r->freed.load()) continue;
+            if (now - r->born_ns < kMinAgeNs) continue;
+            Track &t = g_next_tracks[n++];
+            t = Track();
+            t.start = r->start;
+            t.born = r->born_ns;
+            t.pages = r->map_len / kPage;
+            t.site = r->site;
+            t.fd = r->file ? r->file->fd : -1;
+            t.file_off = r->file_off;
+            t.advice_pinned = r->advice_pinned;
+            t.cache_managed = r->cache_managed.load(std::memory_order_acquire);
+        }
+    }
+    std::sort(g_next_tracks, g_next_tracks + n,
+              [](const Track &a, const Track &b) { return a.start < b.start; });
+    // Merge with the previous table (both sorted by start).
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        Track &t = g_next_tracks[i];
+        while (j < g_track_count && g_tracks[j].start < t.start) drop_track(g_tracks[j++]);
+        if (j < g_track_count && g_tracks[j].start == t.start && g_tracks[j].born == t.born &&
+            g_tracks[j].pages == t.pages) {
+            CallSite *site = t.site;
+            uint64_t file_off = t.file_off;
+            bool cache_managed = t.cache_managed;
+            t = g_tracks[j];
+            t.site = site;
+            t.file_off = file_off;
+            t.cache_managed = cache_managed;
+            g_tracks[j].bits = nullptr;
+            g_tracks[j].handed = false; // moved with it
+            g_tracks[j].worker_fd = -1;
+            j++;
+        }
+    }
+    while (j < g_track_count) drop_track(g_tracks[j++]);
+    std::swap(g_tracks, g_next_tracks);
+    g_track_count = n;
+    return true;
+}
+
+// A stream that reads from disk: the prefetch worker reads ahead of it
+// (prefetch_worker.h), unless it had no room for one more.
+bool wants_worker(const Track &t) { return t.streaming && t.fed && !t.worker_refused; }
+
+// The device's read-ahead window for t's file, read from sysfs once per track.
+uint64_t readahead_pages(Track &t) {
+    if (t.readahead_pages < 0) t.readahead_pages = (int64_t)(read_ahead_kb_of_fd(t.fd) * 1024 / kPage);
+    return (uint64_t)t.readahead_pages;
+}
+
+// Queues the verdict for the live region (if it is still the one tracked)
+// and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise.
+void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
+    // MADV_SEQUENTIAL for a moving stream: over never-written blocks (a
+    // first fill: large zeroed folios), or over written ones the prefetch
+    // worker reads ahead of (a reader that overtakes it then waits for the
+    // worker's reads in flight or reads a window itself, never page by
+    // page), or, without the worker, when the device reads ahead megabytes
+    // (readahead_window.h). Otherwise MADV_RANDOM, so a fault outside a
+    // stream never reads more than its page. A random fault under
+    // MADV_SEQUENTIAL reads a whole window until the next stream tick
+    // notices (10-20 ms).
+    // Random access in big contiguous islands reads whole windows too
+    // (clustered_islands).
+    bool stream_advice = t.streaming && (!t.fed || t.kernel_feeds || wants_worker(t));
+    bool cluster_advice = !t.streaming && t.clustered;
+    int want = (stream_advice || cluster_advice) && t.pages * kPage >= kStreamAdviceFrom ? MADV_SEQUENTIAL
+                                                                                        : MADV_RANDOM;
+    bool want_fd = wants_worker(t) && !t.handed && t.worker_fd < 0;
+    if (!changed && !want_fd && want == t.advice_published && rate == t.rate_published) return; // nothing new
+    t.advice_published = want;
+    t.rate_published = rate;
+    if (!g_publications || g_publication_count == kMaxTracks) return;
+    g_publications[g_publication_count++] = {t.start, t.born, now, rate, t.advice_pinned ? -1 : want, v,
+                                             changed, want_fd ? &t : nullptr};
+}
+
+// Applies the tick's publications: one hold of the large lock for all of
+// them (each region re-found O(1) with arena::region_at), so a large
+// malloc or free waits for at most one short hold per tick.
+void publish_all() {
+    if (!g_publication_count) return;
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (size_t i = 0; i < g_publication_count; i++) {
+        const Publication &p = g_publications[i];
+        Region *r = arena::region_at((const void *)p.start);
+        if (!r || r->start != p.start || r->born_ns != p.born || r->freed.load()) continue;
+        r->fault_rate.store(p.rate, std::memory_order_relaxed);
+        if (p.changed) {
+            r->phase_since_ns.store(p.now, std::memory_order_relaxed);
+            r->phase.store((uint8_t)p.verdict, std::memory_order_release);
+        }
+        if (p.advice >= 0 && r->advice != p.advice) advise_region(r, p.advice);
+        // Under the lock the region's file is open: the dup is its file for
+        // as long as the worker reads, whatever happens to the region.
+        if (p.want_fd && r->file && r->file->fd >= 0 && p.want_fd->worker_fd < 0)
+            p.want_fd->worker_fd = above_stdio(fcntl(r->file->fd, F_DUPFD_CLOEXEC, 3));
+    }
+    g_publication_count = 0;
+}
+
+void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
+    if (!site || !g_learn) return;
+    if (site->rule && site->rule->access != Access::unknown) return; // the user said
+    if (site->from_profile) return;
+    int expected = (int)Access::unknown;
+    if (v == Verdict::random) {
+        if (!site->access.compare_exchange_strong(expected, (int)Access::random)) {
+            if (expected != (int)Access::sequential) return;
+            site->access.store((int)Access::random); // random overrides sequential
+        }
+        snprintf(site->evidence, sizeof site->evidence,
+                 "%llu new islands of %llu pages in one tick, %.2f s after allocation",
+                 (unsigned long long)e.new_islands, (unsigned long long)e.new_pages, age_ns / 1e9);
+        site->classified_after_ns.store(age_ns);
+        SPW_LOG(info, "site %s classified random-access (%s); later allocations from it prefer memory",
+                callsite_identity_hex(site).c_str(), site->evidence);
+    } else if (v == Verdict::sequential &&
+               site->access.compare_exchange_strong(expected, (int)Access::sequential)) {
+        snprintf(site->evidence, sizeof site->evidence,
+                 "one run of %llu new pages in one tick: accessed in order",
+                 (unsigned long long)e.longest_new);
+    }
+}
+
+// The largest MADV_WILLNEED the kernel honours whole (it caps one request
+// at max(read_ahead_kb, the device's max I/O size)): measured once, on the
+// first stream, with mincore on what one request brought in.
+uint64_t willneed_chunk_pages(uintptr_t at, uint64_t avail_pages) {
+    if (g_chunk_pages) return g_chunk_pages;
+    uint64_t probe = std::min<uint64_t>(avail_pages, (4u << 20) / kPage);
+    if (probe < 32) return 32;
+    madvise((void *)at, probe * kPage, MADV_WILLNEED);
+    unsigned char vec[1024];
+    uint64_t got = 0;
+    if (mincore((void *)at, probe * kPage, vec) == 0)
+        while (got < probe && (vec[got] & 1)) got++;
+    uint64_t chunk = 32;
+    while (chunk * 2 <= got) chunk *= 2;
+    g_chunk_pages = chunk;
+    SPW_LOG(debug, "read-ahead requests of %llu KiB", (unsigned long long)(chunk * kPage / 1024));
+    return chunk;
+}
+
+uint64_t lead_max_pages() {
+    static uint64_t cached = 0;
+    if (!cached) {
+        MemoryFigures m = read_memory_figures();
+        cached = kLeadMaxPages;
+        if (m.limited && m.limit / 4 / kPage < cached) cached = m.limit / 4 / kPage;
+        if (cached < 256) cached = 256;
+    }
+    return cached;
+}
+
+// Where to page out up to behind a stream: 4 MiB behind its front, when
+// the cgroup has less free room than twice the lead (0: keep everything;
+// a program reading a region twice over with room to spare keeps it).
+uint64_t drop_to(const Track &t) {
+    constexpr uint64_t kKeep = (4u << 20) / kPage;
+    if (t.front <= kKeep) return 0;
+    MemoryFigures m = read_memory_figures();
+    if (!m.limited || m.limit > m.usage + 2 * lead_max_pages() * kPage) return 0;
+    return t.front - kKeep;
+}
+
+void feed_stream(Track &t) {
+    if (t.cache_managed) { // aware code drops this region's cache itself: read nothing ahead
+        unhand(t);
+        return;
+    }
+    uint64_t cap = lead_max_pages();
+    uint64_t lead = prefetch_lead_pages(t.rate, kLeadNs, std::min(kLeadMinPages, cap), cap);
+    uint64_t target = std::min(t.pages, t.front + lead);
+    uint64_t drop = drop_to(t);
+    if (wants_worker(t) && (t.handed || t.worker_fd >= 0)) {
+        PrefetchTarget p;
+        p.start = t.start;
+        p.born = t.born;
+        p.file_off = t.file_off;
+        p.pages = t.pages;
+        p.front = t.front;
+        p.ahead_to = target;
+        p.drop_to = drop;
+        if (t.handed) {
+            t.handed = prefetch_update(p);
+        } else {
+            t.handed = prefetch_start(p, t.worker_fd); // takes the descriptor
+            t.worker_fd = -1;
+            t.worker_refused = !t.handed;
+        }
+        if (t.handed) {
+            t.prefetched_to = target;
+            return;
+        }
+    }
+    if (drop > t.dropped_to + 512) {
+        madvise((void *)(t.start + t.dropped_to * kPage), (drop - t.dropped_to) * kPage, MADV_PAGEOUT);
+        t.dropped_to = drop;
+    }
+    if (t.kernel_feeds) return;
+    uint64_t from = std::max(t.front, t.prefetched_to);
+    if (from >= target) return;
+    uint64_t chunk = willneed_chunk_pages(t.start + from * kPage, target - from);
+    for (uint64_t at = from; at < target; at += chunk) {
+        uint64_t n = std::min(chunk, target - at);
+        // On addresses, not the file: a region freed meanwhile is the
+        // arena's PROT_NONE reserve, where this does nothing.
+        madvise((void *)(t.start + at * kPage), n * kPage, MADV_WILLNEED);
+    }
+    g_prefetched.fetch_add((target - from) * kPage, std::memory_order_relaxed);
+    t.prefetched_to = target;
+}
+
+// Random access in contiguous islands (clustered_islands) is served by
+// MADV_SEQUENTIAL: the kernel reads the device's window at each island's
+// first fault. Set by a tick with at least two big islands and no stream
+// continuing; cleared by a random verdict (small scattered faults must
+// read their page only) and by a stream that ran kLongStreamPages (after a
+// long pass the region goes back to MADV_RANDOM, as it always did).
+void update_clustered(Track &t, const TickEvidence &e, Verdict v, bool continuing) {
+    bool big = clustered_islands(e, readahead_pages(t));
+    if (v == Verdict::random && !big) t.clustered = false;
+    else if (!continuing && e.new_islands >= 2 && big) t.clustered = true;
+    if (t.streaming && t.front >= t.stream_from + kLongStreamPages) t.clustered = false;
+}
+
+// The pages [lo, hi) of a region a look covers: all of them, or for a
+// stream between full looks a window around its front. Why a window: the
+// pages a stream left mapped behind it are most of what a page-table walk
+// visits (measured: a tenth of a core walking a 1 GiB region every 20 ms),
+// and they cannot change the stream's verdict; scattered faults elsewhere
+// are seen by the next full look (every kPeriodNs). lo is a multiple of 64,
+// so the window's bits are whole words of the region's bitmap.
+struct LookSpan {
+    uint64_t lo = 0, hi = 0;
+};
+
+LookSpan whole(const Track &t) { return {0, t.pages}; }
+
+LookSpan stream_window(const Track &t) {
+    constexpr uint64_t kBehind = (4u << 20) / kPage;
+    uint64_t lo = t.front > kBehind ? (t.front - kBehind) & ~uint64_t(63) : 0;
+    uint64_t ahead = std::max(t.prefetched_to, t.front) + kLeadMaxPages;
+    return {lo, std::min(t.pages, ahead)};
+}
+
+// runs: the present runs of span (relative to span.lo), or null to read
+// them now. widen: the process took faults since the last tick, so a window
+// without news means they fell elsewhere: look at the whole region at once
+// (a stream that turned random is then noticed within one stream tick).
+void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bool widen = false) {
+    bool overflow = false;
+    if (span.hi <= span.lo) return;
+    if (!runs) {
+        n = read_presence(g_pagemap, t.start + span.lo * kPage, span.hi - span.lo, g_runs, kMaxRuns, &overflow);
+        runs = g_runs;
+    }
+    if (n < 0) return;
+    if (!t.bits) {
+        t.bits = (uint64_t *)mi_zalloc(((t.pages + 63) / 64) * 8);
+        if (!t.bits) return;
+    }
+    bool first = t.last_look_ns == 0;
+    uint64_t dt = first ? kPeriodNs : now - t.last_look_ns;
+    TickEvidence e = compare_presence(t.bits + span.lo / 64, span.hi - span.lo, runs, (size_t)n, overflow);
+    if (widen && e.new_pages == 0 && (span.lo != 0 || span.hi != t.pages)) {
+        long all = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
+        if (all >= 0) { // the window's bits are current: only news outside it counts
+            span = whole(t);
+            runs = g_runs;
+            n = all;
+            e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
+        }
+    }
+    if (e.new_pages) { // back to page indexes of the region
+        e.longest_start += span.lo;
+        e.longest_end += span.lo;
+    }
+    uint64_t filled_before = t.filled_to;
+    if (n > 0) t.filled_to = std::max(t.filled_to, span.lo + runs[n - 1].first + runs[n - 1].count);
+    t.last_look_ns = now;
+    if (span.lo == 0 && span.hi == t.pages) t.last_full_look_ns = now;
+    if (first) return; // what was present before we looked is not this tick's news
+    Verdict v = classify_tick(e);
+    SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
+            (void *)t.start, (unsigned long long)e.new_pages, (unsigned long long)e.new_islands,
+            (unsigned long long)e.longest_new, (unsigned long long)e.longest_end, dt / 1e6, (int)v);
+    uint32_t fault_rate = (uint32_t)std::min<uint64_t>(e.new_pages * 1000000000ull / dt, UINT32_MAX);
+    if (v == Verdict::undecided && continues_run(e, t.front)) v = Verdict::sequential;
+    bool continuing = false;
+    if (v == Verdict::sequential) {
+        uint64_t moved = e.longest_end > t.front ? e.longest_end - t.front : 0;
+        bool same_stream = t.streaming && e.longest_end >= t.front &&
+                           e.longest_end <= std::max(t.prefetched_to, t.front) + kLeadMaxPages;
+        uint64_t rate = (same_stream ? moved : e.longest_new) * 1000000000ull / dt;
+        t.rate = same_stream ? (t.rate + rate) / 2 : rate;
+        if (!same_stream) {
+            unhand(t);
+            t.prefetched_to = 0;
+            t.dropped_to = e.longest_start;
+            t.stream_from = e.longest_start;
+            t.fed = false;
+        }
+        continuing = same_stream;
+        t.streaming = true;
+        t.idle_looks = 0;
+    } else if (v == Verdict::random) {
+        t.streaming = false; // scattered faults: stop reading ahead at once
+    } else if (t.streaming && e.new_pages) {
+        t.streaming = false; // new pages, but not where the stream was going
+    } else if (t.streaming && ++t.idle_looks >= 25) {
+        t.streaming = false; // ~0.5 s without the stream moving: it stopped
+    }
+    if (e.new_pages) t.front = e.longest_end; // where a stream would continue
+    update_clustered(t, e, v, continuing);
+    if (!t.streaming) {
+        t.prefetched_to = 0;
+        t.fed = false;
+        unhand(t);
+    }
+    bool changed = v != Verdict::undecided && v != t.verdict;
+    if (changed) {
+        t.verdict = v;
+        learn_site(t.site, v, e, now - t.born);
+    }
+    // Only a stream over pages written before reads from disk; one that
+    // extends the region's written part (a first fill of reserved blocks)
+    // needs no read-ahead, which would only fill the page cache with zeros
+    // ahead of the writer and page out what it just wrote.
+    if (t.streaming && !t.fed) {
+        // ...and only once it has run kLongStreamPages: a reader taking
+        // contiguous slices in random order starts a short "stream" at each
+        // one, which the kernel's window serves (update_clustered); the
+        // worker's lead of 64 MiB would read mostly what it never wants.
+        t.fed = t.front + kFedMarginPages < filled_before && t.front >= t.stream_from + kLongStreamPages;
+        if (t.fed) t.kernel_feeds = !t.advice_pinned && readahead_pages(t) * kPage / 1024 >= kKernelStreamMinKb;
+    }
+    publish(t, v, changed, now, fault_rate); // applied with the others at the end of the tick
+    t.feed_due = t.streaming && t.fed;
+}
+
+// A stream the thread reads ahead of, or one under MADV_SEQUENTIAL (whose
+// end must be noticed before random faults read megabytes), is looked at
+// every stream tick; everything else every 100 ms.
+bool needs_fast_looks(const Track &t) {
+    return t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom);
+}
+
+bool feeds_itself(const Track &t) { return t.streaming && t.fed; }
+
+// One tick; returns the delay until the next.
+uint64_t tick(uint64_t now) {
+    if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (g_pagemap < 0) return kPeriodNs;
+    uint64_t faults = process_faults();
+    bool faults_moved = faults != g_last_faults;
+    bool any_stream = false;
+    for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
+    if (faults == g_last_faults && !any_stream) return kPeriodNs; // nothing moved
+    g_last_faults = faults;
+    if (!refresh_tracks(now)) return kPeriodNs;
+    any_stream = false;
+    bool any_fed = false;
+    // Many regions: one page-table walk over all of them (the arena's free
+    // space is unpopulated and costs the kernel nothing to skip), instead of
+    // one system call per region (measured: 1,000 regions of 4 MiB cost 2%
+    // of a core that way).
+    auto full_look_due = [now](const Track &t) {
+        return !t.last_full_look_ns || now - t.last_full_look_ns >= kPeriodNs - kStreamPeriodNs / 2;
+    };
+    bool any_full = false;
+    for (size_t i = 0; i < g_track_count; i++) any_full |= full_look_due(g_tracks[i]);
+    long all = -1;
+    bool overflow = false;
+    if (g_track_count > 8 && g_all_runs && any_full) {
+        const Track &last = g_tracks[g_track_count - 1];
+        uint64_t span = (last.start + last.pages * kPage - g_tracks[0].start) / kPage;
+        all = read_presence(g_pagemap, g_tracks[0].start, span, g_all_runs, kMaxRuns, &overflow);
+        if (overflow) all = -1;
+    }
+    size_t k = 0; // first run of g_all_runs not yet below the current track
+    for (size_t i = 0; i < g_track_count; i++) {
+        Track &t = g_tracks[i];
+        // Between full ticks only streams are looked at (their front
+        // moves), and only around their front.
+        bool full = full_look_due(t);
+        if (!full && !needs_fast_looks(t)) continue;
+        if (!full) {
+            look(t, now, stream_window(t), nullptr, 0, faults_moved);
+        } else if (all < 0) {
+            look(t, now, whole(t), nullptr, 0);
+        } else {
+            // This region's runs, clipped to it and made relative to its start.
+            uint64_t lo = (t.start - g_tracks[0].start) / kPage, hi = lo + t.pages;
+            while (k < (size_t)all && g_all_runs[k].first + g_all_runs[k].count <= lo) k++;
+            long n = 0;
+            for (size_t j = k; j < (size_t)all && g_all_runs[j].first < hi && n < (long)kMaxRuns; j++) {
+                uint64_t a = std::max(g_all_runs[j].first, lo);
+                uint64_t b = std::min(g_all_runs[j].first + g_all_runs[j].count, hi);
+                g_runs[n++] = {a - lo, b - a};
+            }
+            look(t, now, whole(t), g_runs, n);
+        }
+        any_stream |= needs_fast_looks(t);
+        any_fed |= feeds_itself(t);
+    }
+    publish_all();
+    // Read-ahead after the advice is set (no lock: on addresses, see feed_stream).
+    if (any_fed)
+        for (size_t i = 0; i < g_track_count; i++)
+            if (g_tracks[i].feed_due) {
+                g_tracks[i].feed_due = false;
+                feed_stream(g_tracks[i]);
+            }
+    return any_fed ? kFeedPeriodNs : any_stream ? kStreamPeriodNs : kPeriodNs;
+}
+
+void *sampler_main(void *) {
+    struct sched_param sp = {}; // its wake-ups never preempt the application either
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    uint64_t cpu0 = thread_cpu_ns();
+    uint64_t delay = kPeriodNs;
+    while (!g_stop.load(std::memory_order_relaxed)) {
+        timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
+        nanosleep(&ts, nullptr);
+        uint64_t now = monotonic_ns();
+        delay = tick(now);
+        stats_live_tick(now); // `spillway top` reads it
+        g_ticks.fetch_add(1, std::memory_order_relaxed);
+        g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
+    }
+    return nullptr;
+}
+} // namespace
+
+void sampler_init(const Settings &s) { g_learn = s.learn; }
+
+void sampler_notice() {
+    if (g_started.exchange(true)) return;
+    start_background_thread(sampler_main, "spillway-learn", 256 * 1024);
+    prefetch_thread_start(); // now, not when a stream first needs it (prefetch_worker.h)
+}
+
+void sampler_stop() { g_stop.store(true); }
+
+void sampler_after_fork_child() {
+    g_started.store(false);
+    // The inherited descriptor reads the PARENT's page tables.
+    if (g_pagemap >= 0) close(g_pagemap);
+    g_pagemap = -1;
+    // The parent's regions are private copies here: start from nothing.
+    for (size_t i = 0; i < g_track_count; i++) {
+        g_tracks[i].handed = false; // the worker's slots: prefetch_after_fork_child, next
+        drop_track(g_tracks[i]);
+    }
+    g_track_count = 0;
+    g_publication_count = 0;
+    g_last_faults = 0;
+}
+
+uint64_t sampler_cpu_ns() { return g_cpu_ns.load(); }
+uint64_t sampler_ticks() { return g_ticks.load(); }
+uint64_t sampler_prefetched_bytes() { return g_prefetched.load() + prefetch_read_bytes(); }
+
+} // namespace spillway

@@ -1,0 +1,155 @@
+// stats.cpp — see stats.h.
+#include "stats/stats.h"
+
+#include "sites/callsite.h"
+#include "json_quote.h"
+#include "stats_format.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace spillway {
+
+Stats g_stats;
+
+void stats_on_alloc(Backing b, size_t bytes) {
+    g_stats.regions[(int)b].fetch_add(1, std::memory_order_relaxed);
+    stats_on_grow(b, bytes);
+}
+
+void stats_on_grow(Backing b, size_t bytes) {
+    int i = (int)b;
+    g_stats.bytes[i].fetch_add(bytes, std::memory_order_relaxed);
+    uint64_t live = g_stats.live_bytes[i].fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = g_stats.peak_bytes[i].load(std::memory_order_relaxed);
+    while (live > peak && !g_stats.peak_bytes[i].compare_exchange_weak(peak, live)) {
+    }
+}
+
+void stats_on_free(Backing b, size_t bytes) {
+    g_stats.live_bytes[(int)b].fetch_sub(bytes, std::memory_order_relaxed);
+    g_stats.frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+void stats_on_fallback(Fallback why) {
+    g_stats.fallbacks[(int)why].fetch_add(1, std::memory_order_relaxed);
+}
+
+void stats_on_rehome(Backing from, Backing to, size_t bytes) {
+    g_stats.live_bytes[(int)from].fetch_sub(bytes, std::memory_order_relaxed);
+    uint64_t live = g_stats.live_bytes[(int)to].fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = g_stats.peak_bytes[(int)to].load(std::memory_order_relaxed);
+    while (live > peak && !g_stats.peak_bytes[(int)to].compare_exchange_weak(peak, live)) {
+    }
+}
+
+void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns) {
+    stats_on_rehome(from, to, bytes);
+    if (to == Backing::disk) {
+        g_stats.demotions.fetch_add(1, std::memory_order_relaxed);
+        g_stats.demoted_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    } else {
+        g_stats.promotions.fetch_add(1, std::memory_order_relaxed);
+        g_stats.promoted_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    }
+    g_stats.move_ns.fetch_add(move_ns, std::memory_order_relaxed);
+    uint64_t longest = g_stats.longest_pause_ns.load(std::memory_order_relaxed);
+    while (pause_ns > longest && !g_stats.longest_pause_ns.compare_exchange_weak(longest, pause_ns)) {
+    }
+}
+
+void stats_after_fork_child() {
+    for (int i = 0; i < 4; i++) {
+        g_stats.regions[i].store(0);
+        g_stats.bytes[i].store(0);
+        g_stats.peak_bytes[i].store(g_stats.live_bytes[i].load());
+    }
+    for (auto &f : g_stats.fallbacks) f.store(0);
+    g_stats.frees.store(0);
+    g_stats.reallocs_in_place.store(0);
+    g_stats.reallocs_moved.store(0);
+    for (auto *c : {&g_stats.promotions, &g_stats.promoted_bytes, &g_stats.demotions, &g_stats.demoted_bytes,
+                    &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns})
+        c->store(0);
+    for (auto &r : g_stats.demote_reasons) r.store(0);
+}
+
+static std::string command_line() {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "";
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return "";
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (buf[i] == 0) buf[i] = ' ';
+    buf[n] = 0;
+    return buf;
+}
+
+std::string stats_json() {
+    namespace key = stats_key;
+    // ,"name": (every member after the first)
+    auto member = [](const char *name) { return std::string(",\"") + name + "\":"; };
+    auto by_backing = [](std::atomic<uint64_t> *v) {
+        std::string o = "{";
+        for (int b = 0; b < 3; b++) // Backing 1..3: disk, memory, anon
+            o += std::string(b ? ",\"" : "\"") + key::kBackings[b] + "\":" + std::to_string(v[b + 1].load());
+        return o + "}";
+    };
+    std::string out = std::string("{\"") + key::pid + "\":" + std::to_string(getpid()) + member(key::cmd) +
+                      json_quote(command_line());
+    // A rank of a distributed job (torchrun's variables), so a summary can
+    // name the process by it. Read at exit, on the exiting thread.
+    if (const char *v = getenv("RANK")) out += member(key::rank) + json_quote(v);
+    if (const char *v = getenv("LOCAL_RANK")) out += member(key::local_rank) + json_quote(v);
+    out += member(key::regions) + by_backing(g_stats.regions);
+    out += member(key::bytes) + by_backing(g_stats.bytes);
+    out += member(key::peak_bytes) + by_backing(g_stats.peak_bytes);
+    out += member(key::live_bytes_at_exit) + by_backing(g_stats.live_bytes);
+    out += member(key::fallbacks) + "{";
+    for (int i = 0; i < (int)Fallback::count_; i++) {
+        if (i) out += ",";
+        out += "\"" + std::string(fallback_name((Fallback)i)) + "\":" +
+               std::to_string(g_stats.fallbacks[i].load());
+    }
+    out += "}" + member(key::frees) + std::to_string(g_stats.frees.load());
+    out += member(key::reallocs_in_place) + std::to_string(g_stats.reallocs_in_place.load());
+    out += member(key::reallocs_moved) + std::to_string(g_stats.reallocs_moved.load());
+    auto n = [](const std::atomic<uint64_t> &v) { return std::to_string(v.load()); };
+    out += member(key::tiering) + "{\"" + key::promotions + "\":" + n(g_stats.promotions) +
+           member(key::promoted_bytes) + n(g_stats.promoted_bytes) + member(key::demotions) +
+           n(g_stats.demotions) + member(key::demoted_bytes) + n(g_stats.demoted_bytes) +
+           ",\"demote_reasons\":{\"near_limit\":" + n(g_stats.demote_reasons[1]) +
+           ",\"growing\":" + n(g_stats.demote_reasons[2]) + ",\"kernel_pressure\":" +
+           n(g_stats.demote_reasons[3]) + "},\"move_ms\":" + std::to_string(g_stats.move_ns.load() / 1000000) +
+           ",\"longest_pause_us\":" + std::to_string(g_stats.longest_pause_ns.load() / 1000) +
+           ",\"controller_cpu_us\":" + std::to_string(g_stats.tiering_cpu_ns.load() / 1000) + "}";
+    out += member(key::sites) + callsite_stats_json();
+    out += "}";
+    return out;
+}
+
+void stats_write_at_exit(const std::string &pattern) {
+    if (pattern.empty()) return;
+    std::string path;
+    for (size_t i = 0; i < pattern.size(); i++) {
+        if (pattern[i] == '%' && i + 1 < pattern.size() && pattern[i + 1] == 'p') {
+            path += std::to_string(getpid());
+            i++;
+        } else {
+            path += pattern[i];
+        }
+    }
+    std::string line = stats_json() + "\n";
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    ssize_t ignored = write(fd, line.data(), line.size());
+    (void)ignored;
+    close(fd);
+}
+
+} // namespace spillway

@@ -1,0 +1,58 @@
+// stats.h — counters of what the large path did, written at exit.
+//
+// Invariant: counters are relaxed atomics bumped only on the large path
+// (never on the small one); the exit writer appends one JSON object per
+// process as a single O_APPEND write, so a process tree can share one file
+// ("%p" in the name gives each process its own). A fork child starts its
+// counts at zero, so the lines of a tree add up.
+#pragma once
+
+#include "backing/backing.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace spillway {
+
+struct Stats {
+    std::atomic<uint64_t> regions[4];       // by Backing, cumulative
+    std::atomic<uint64_t> bytes[4];         // by Backing, cumulative
+    std::atomic<uint64_t> live_bytes[4];
+    std::atomic<uint64_t> peak_bytes[4];
+    std::atomic<uint64_t> fallbacks[(int)Fallback::count_];
+    std::atomic<uint64_t> frees;
+    std::atomic<uint64_t> reallocs_in_place;
+    std::atomic<uint64_t> reallocs_moved;
+    // Tiering (tiering_loop.cpp): moves in place, and why.
+    std::atomic<uint64_t> promotions, promoted_bytes;
+    std::atomic<uint64_t> demotions, demoted_bytes;
+    std::atomic<uint64_t> demote_reasons[4]; // by DemoteReason
+    std::atomic<uint64_t> move_ns;           // all moves together
+    std::atomic<uint64_t> longest_pause_ns;  // the longest one chunk kept writers waiting
+    std::atomic<uint64_t> tiering_cpu_ns;    // the controller thread's CPU time
+};
+
+extern Stats g_stats;
+
+void stats_on_alloc(Backing b, size_t bytes);
+void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
+void stats_on_free(Backing b, size_t bytes);
+void stats_on_fallback(Fallback why);
+// A live region changed backing in place (not a new region, not a free):
+// its bytes leave one backing's live count for the other's. stats_on_move
+// is a tiering move (a promotion or a demotion, counted as one);
+// stats_on_rehome is any other (spillway_spill, spillway_export).
+void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns);
+void stats_on_rehome(Backing from, Backing to, size_t bytes);
+// Fork child: start counting afresh (regions it inherited stay live), so the
+// lines of a process tree add up instead of repeating the parent's counts.
+void stats_after_fork_child();
+
+// JSON object for this process (the per-site part comes from callsite.h),
+// with "rank" and "local_rank" when RANK / LOCAL_RANK are set.
+std::string stats_json();
+// Appends stats_json() to the configured file; no-op without one.
+void stats_write_at_exit(const std::string &file_pattern);
+
+} // namespace spillway

@@ -1,0 +1,168 @@
+// stats_live.cpp — see stats_live.h.
+#include "stats/stats_live.h"
+
+#include "backing/backing.h"
+#include "fd_policy.h"
+#include "registry/region.h"
+#include "stats/stats.h"
+#include "stats_format.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+
+constexpr size_t kMaxListed = 2048;   // regions per snapshot; the rest are counted
+LiveRegion g_copy[kMaxListed];        // sampler thread only
+char g_text[kMaxListed * 160 + 1024]; // sampler thread only
+uint64_t g_last_write_ns = 0;
+int g_fd = -1;           // the memfd, once made
+pid_t g_fd_pid = 0;      // the process that made it (a fork child makes its own)
+dev_t g_fd_dev = 0;      // its identity, to notice a descriptor closed and reused
+ino_t g_fd_ino = 0;
+MovingToFn g_moving_to = nullptr; // stats_live_init
+
+bool still_ours(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == g_fd_dev && st.st_ino == g_fd_ino;
+}
+
+// This process's memfd: made on first use, again in a fork child, and again
+// if the program closed ours.
+int live_fd() {
+    pid_t pid = getpid();
+    if (g_fd >= 0 && g_fd_pid == pid && still_ours(g_fd)) return g_fd;
+    if (g_fd >= 0 && g_fd_pid != pid && still_ours(g_fd)) close(g_fd); // the parent's, inherited
+    g_fd = -1;
+    int fd = above_stdio(memfd_create(kLiveMemfdName, MFD_CLOEXEC));
+    if (fd < 0) return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
+    g_fd = fd;
+    g_fd_pid = pid;
+    g_fd_dev = st.st_dev;
+    g_fd_ino = st.st_ino;
+    return fd;
+}
+
+const char *phase_name(uint8_t phase) {
+    return phase == 1 ? "sequential" : phase == 2 ? "random" : "undecided";
+}
+
+const char *advice_name(int advice) {
+    switch (advice) {
+    case MADV_NORMAL: return "normal";
+    case MADV_RANDOM: return "random";
+    case MADV_SEQUENTIAL: return "sequential";
+    case MADV_WILLNEED: return "willneed";
+    default: return "other";
+    }
+}
+
+// Appends printf output to buf at *len; false (and *len unchanged) when it does not fit.
+template <typename... A> bool append(char *buf, size_t cap, size_t *len, const char *fmt, A... args) {
+    if (*len >= cap) return false;
+    int n = snprintf(buf + *len, cap - *len, fmt, args...);
+    if (n < 0 || (size_t)n >= cap - *len) return false;
+    *len += (size_t)n;
+    return true;
+}
+
+} // namespace
+
+size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, const LiveRegion *regions,
+                         size_t n, size_t total) {
+    namespace key = stats_key;
+    auto by_backing = [](std::atomic<uint64_t> *v, char *out, size_t out_cap) {
+        snprintf(out, out_cap, "{\"%s\":%llu,\"%s\":%llu,\"%s\":%llu}", key::kBackings[0],
+                 (unsigned long long)v[1].load(), key::kBackings[1], (unsigned long long)v[2].load(),
+                 key::kBackings[2], (unsigned long long)v[3].load());
+    };
+    char live[128], peak[128];
+    by_backing(g_stats.live_bytes, live, sizeof live);
+    by_backing(g_stats.peak_bytes, peak, sizeof peak);
+    uint64_t fallbacks = 0;
+    for (auto &f : g_stats.fallbacks) fallbacks += f.load(std::memory_order_relaxed);
+    size_t len = 0;
+    // Reserve room for the tail ("],\"unlisted\":N}\n").
+    const size_t tail = 48;
+    if (cap <= tail) return 0;
+    size_t body_cap = cap - tail;
+    if (!append(buf, body_cap, &len,
+                "{\"%s\":%d,\"%s\":%llu,\"%s\":%s,\"%s\":%s,\"%s\":%llu,\"%s\":[", key::pid, (int)pid,
+                key::mono_ns, (unsigned long long)now_ns, key::live_bytes, live, key::peak_bytes, peak,
+                key::fallbacks, (unsigned long long)fallbacks, key::regions))
+        return 0;
+    size_t listed = 0;
+    for (; listed < n; listed++) {
+        const LiveRegion &r = regions[listed];
+        uint64_t phase_ms = r.phase_since_ns && now_ns > r.phase_since_ns ? (now_ns - r.phase_since_ns) / 1000000 : 0;
+        char moving[48] = "";
+        if (r.moving_to)
+            snprintf(moving, sizeof moving, ",\"%s\":\"%s\"", key::moving_to, backing_name((Backing)r.moving_to));
+        if (!append(buf, body_cap, &len,
+                    "%s{\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":%llu,\"%s\":\"%s\","
+                    "\"%s\":%u%s}",
+                    listed ? "," : "", key::start, (unsigned long long)r.start, key::len,
+                    (unsigned long long)r.len, key::backing, backing_name((Backing)r.backing), key::phase,
+                    phase_name(r.phase), key::phase_ms, (unsigned long long)phase_ms, key::advice,
+                    advice_name(r.advice), key::fault_pages_s, r.fault_rate, moving))
+            break;
+    }
+    append(buf, cap, &len, "],\"%s\":%llu}\n", key::unlisted,
+           (unsigned long long)(total > listed ? total - listed : 0));
+    return len;
+}
+
+void stats_live_init(MovingToFn moving_to) { g_moving_to = moving_to; }
+
+void stats_live_tick(uint64_t now_ns) {
+    if (g_last_write_ns && now_ns - g_last_write_ns < kLivePeriodNs) return;
+    g_last_write_ns = now_ns;
+    size_t n = 0, total = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r; r = r->next) {
+            if (r->freed.load(std::memory_order_relaxed)) continue;
+            if (total++, n == kMaxListed) continue;
+            LiveRegion &c = g_copy[n++];
+            c.start = r->start;
+            c.len = r->map_len;
+            c.backing = (uint8_t)r->backing;
+            c.phase = r->phase.load(std::memory_order_relaxed);
+            c.phase_since_ns = r->phase_since_ns.load(std::memory_order_relaxed);
+            c.fault_rate = r->fault_rate.load(std::memory_order_relaxed);
+            c.advice = r->advice.load(std::memory_order_relaxed);
+            c.moving_to = (uint8_t)(g_moving_to ? g_moving_to(r) : Backing::none);
+        }
+    }
+    pid_t pid = getpid();
+    size_t len = stats_live_format(g_text, sizeof g_text, pid, now_ns, g_copy, n, total);
+    if (!len) return;
+    int fd = live_fd();
+    if (fd < 0) return;
+    // Rewritten in place: the new text, then the length (a reader that
+    // meets the old tail fails to parse and reads again).
+    size_t done = 0;
+    while (done < len) {
+        ssize_t w = pwrite(fd, g_text + done, len - done, (off_t)done);
+        if (w <= 0) return;
+        done += (size_t)w;
+    }
+    ssize_t ignored = ftruncate(fd, (off_t)len);
+    (void)ignored;
+}
+
+int stats_live_fd() { return g_fd; }
+
+} // namespace spillway

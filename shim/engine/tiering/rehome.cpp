@@ -1,0 +1,827 @@
+// rehome.cpp — see rehome.h.
+#include "tiering/rehome.h"
+#include "clock.h"
+
+#include "backing/backing.h"
+#include "fd_policy.h"
+#include "os/lock_unless_held.h"
+#include "log.h"
+#include "registry/region.h"
+#include "stats/stats.h"
+#include "tiering/move_tracked.h"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <pthread.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <mutex>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <vector>
+
+namespace spillway {
+
+namespace {
+constexpr size_t kChunk = size_t(16) << 20;
+
+std::mutex g_move_lock;
+std::atomic<uint64_t> g_last_fork_ns{0};
+uint64_t g_forked_at_ns = 0;
+// An untrusted fork child (fork_safety.h): inherited regions stay as they are.
+bool g_untrusted = false;
+std::atomic<Region *> g_moving_region{nullptr};
+std::atomic<uint8_t> g_moving_to{0}; // its destination's Backing; stored before g_moving_region
+// The region being moved, and within it the chunk that is read-only now.
+std::atomic<uintptr_t> g_region_start{0}, g_region_end{0};
+std::atomic<uintptr_t> g_chunk_start{0}, g_chunk_end{0};
+// For a fork child of the mover itself: how much already lives in dest.
+std::atomic<size_t> g_moved_bytes{0};
+std::atomic<int> g_dest_fd{-1};
+struct sigaction g_previous;
+
+// Blocks every asynchronous signal on this thread for the length of a move,
+// so no handler can fork (or re-enter a move) with a chunk half done; the
+// synchronous ones (a fault is how writers wait) stay deliverable.
+struct AsyncSignalsBlocked {
+    sigset_t old;
+    AsyncSignalsBlocked() {
+        sigset_t set;
+        sigfillset(&set);
+        for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS}) sigdelset(&set, s);
+        pthread_sigmask(SIG_BLOCK, &set, &old);
+    }
+    ~AsyncSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
+};
+
+void on_segv(int sig, siginfo_t *info, void *context) {
+    uintptr_t addr = (uintptr_t)info->si_addr;
+    if (addr >= g_region_start.load() && addr < g_region_end.load()) {
+        // A write into the region being moved: wait for its chunk, then
+        // return so the write is retried (against the new mapping, or the
+        // old one if its chunk had not started yet).
+        while (addr >= g_chunk_start.load() && addr < g_chunk_end.load()) {
+            timespec ts = {0, 50000};
+            nanosleep(&ts, nullptr);
+        }
+        return;
+    }
+    if (g_previous.sa_flags & SA_SIGINFO) {
+        g_previous.sa_sigaction(sig, info, context);
+        return;
+    }
+    if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+        g_previous.sa_handler(sig);
+        return;
+    }
+    // Default action: restore it; returning re-executes the faulting access.
+    signal(SIGSEGV, SIG_DFL);
+}
+
+// (Re)installs our handler unless it is already the current one: a program
+// may have replaced it since the last move, and that handler then becomes
+// the one we chain to.
+void install_handler() {
+    struct sigaction current;
+    if (sigaction(SIGSEGV, nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
+        current.sa_sigaction == on_segv)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous);
+}
+
+int write_all(int fd, const char *src, size_t n, off_t off) {
+    while (n) {
+        ssize_t w = pwrite(fd, src, n, off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -errno : -EIO;
+        src += w;
+        off += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int read_all(int fd, char *dst, size_t n, off_t off) {
+    while (n) {
+        ssize_t got = pread(fd, dst, n, off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return -errno;
+        if (got == 0) { // past the end of the source: reads as zero
+            memset(dst, 0, n);
+            return 0;
+        }
+        dst += got;
+        off += got;
+        n -= (size_t)got;
+    }
+    return 0;
+}
+
+int copy_range(int from, off_t from_off, int to, off_t to_off, size_t n) {
+    while (n) {
+        ssize_t c = copy_file_range(from, &from_off, to, &to_off, n, 0);
+        if (c < 0 && errno == EINTR) continue;
+        if (c <= 0) return c < 0 ? -errno : -EIO;
+        n -= (size_t)c;
+    }
+    return 0;
+}
+
+// What a chunk is copied from: the region's old home.
+struct Source {
+    uintptr_t start;
+    Backing backing;
+    int fd; // disk and memory
+    uint64_t file_off;
+    int pagemap; // anon: /proc/self/pagemap, opened per move (a fork child's must be its own)
+};
+
+// Calls each(off, n) for every extent of [off, off+n) of the region that
+// may hold data (relative offsets); what is skipped is known to be zero,
+// and a reserved destination already reads as zero there:
+//  - file (disk, memory): its data extents (SEEK_DATA/SEEK_HOLE);
+//  - anon: pages present or swapped (pagemap); the rest were never touched.
+template <class Each> int for_each_data(const Source &s, size_t off, size_t n, Each each) {
+    if (s.backing != Backing::anon) {
+        off_t base = (off_t)s.file_off, at = base + (off_t)off, end = at + (off_t)n;
+        while (at < end) {
+            off_t data = lseek(s.fd, at, SEEK_DATA);
+            if (data < 0 && errno != ENXIO) data = at; // cannot tell: copy it all
+            if (data < 0 || data >= end) break;
+            off_t hole = lseek(s.fd, data, SEEK_HOLE);
+            if (hole < 0 || hole > end) hole = end;
+            if (int rc = each((size_t)(data - base), (size_t)(hole - data))) return rc;
+            at = hole;
+        }
+        return 0;
+    }
+    const int pagemap = s.pagemap;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = n / page;
+    constexpr size_t kBatch = 512;
+    uint64_t entries[kBatch];
+    for (size_t first = 0; first < pages; first += kBatch) {
+        size_t count = pages - first < kBatch ? pages - first : kBatch;
+        uintptr_t at = s.start + off + first * page;
+        bool known = pagemap >= 0 &&
+                     pread(pagemap, entries, count * 8, (off_t)(at / page * 8)) == (ssize_t)(count * 8);
+        size_t i = 0;
+        while (i < count) {
+            auto used = [&](size_t k) { return !known || (entries[k] >> 62) != 0; };
+            if (!used(i)) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            while (j < count && used(j)) j++;
+            if (int rc = each(off + (first + i) * page, (j - i) * page)) return rc;
+            i = j;
+        }
+    }
+    return 0;
+}
+
+// What a disk source's chunks are read with (plan_disk_copy), kept across
+// the chunks of one move.
+struct DiskReader {
+    int direct_fd = -1; // the source reopened O_DIRECT: pages only on disk bypass page cache
+    bool usable = true; // false once mincore or FIEMAP failed: SEEK_DATA walk instead
+    std::vector<unsigned char> resident;
+    std::vector<Extent> written;
+    std::vector<CopyRun> runs;
+    size_t cached_bytes = 0, disk_bytes = 0; // what the read-only copies took from where
+    bool first = true; // the copy under way is the first (writers running): disk reads only
+    static constexpr size_t kBounce = size_t(1) << 20;
+    char *bounce = nullptr; // what disk pages are read into
+    ~DiskReader() {
+        if (direct_fd >= 0) close(direct_fd);
+        if (bounce) munmap(bounce, kBounce);
+    }
+};
+
+// The extents of fd's [at, at+n) that hold data on disk (written, or
+// delayed-allocation), relative to at and clipped to [0, n). No
+// FIEMAP_FLAG_SYNC: writing dirty pages back is exactly the cost avoided.
+bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out) {
+    out.clear();
+    constexpr unsigned kBatch = 128;
+    alignas(struct fiemap) char buf[sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent)];
+    auto *fm = (struct fiemap *)buf;
+    uint64_t from = at, end = at + n;
+    while (from < end) {
+        memset(buf, 0, sizeof buf);
+        fm->fm_start = from;
+        fm->fm_length = end - from;
+        fm->fm_extent_count = kBatch;
+        if (ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return false;
+        if (fm->fm_mapped_extents == 0) break;
+        bool last = false;
+        for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+            const struct fiemap_extent &e = fm->fm_extents[i];
+            uint64_t a = e.fe_logical > at ? e.fe_logical : at;
+            uint64_t b = e.fe_logical + e.fe_length < end ? e.fe_logical + e.fe_length : end;
+            if (!(e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) && b > a) out.push_back({a - at, b - a});
+            from = e.fe_logical + e.fe_length;
+            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
+        }
+        if (last) break;
+    }
+    return true;
+}
+
+// plan_disk_copy carried out for [off, off+n) of a disk region into the
+// memfd dest_fd at off. Both ends are copied by the kernel: pwrite from the
+// region's mapping (its cached pages are mapped already, by the writers that
+// dirtied them), and disk pages read (O_DIRECT, no page cache) into a bounce
+// buffer. No new page-table entries for the copy: mapping the destination
+// cost a fault and, under a shadow-paging hypervisor, an exit per page.
+// Residency is looked at before the extents: a page written back after
+// mincore saw it cached is copied through the mapping anyway, and one not
+// cached then was already on disk (ext4 converts an unwritten extent before
+// the page leaves writeback). -ENOTSUP: not this way (no FIEMAP, mincore).
+int copy_disk_chunk(const Source &s, DiskReader &rd, int dest_fd, size_t off, size_t n) {
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (n + page - 1) / page;
+    rd.resident.resize(pages);
+    if (!rd.usable || mincore((void *)(s.start + off), n, rd.resident.data()) != 0 ||
+        !written_extents(s.fd, s.file_off + off, n, rd.written)) {
+        rd.usable = false;
+        return -ENOTSUP;
+    }
+    rd.runs.clear();
+    plan_disk_copy(rd.resident.data(), pages, page, rd.written.data(), rd.written.size(), rd.runs);
+    for (const CopyRun &run : rd.runs) {
+        size_t len = run.off + run.len > n ? n - run.off : run.len;
+        if (!rd.first) (run.from_file ? rd.disk_bytes : rd.cached_bytes) += len;
+        off_t to = (off_t)(off + run.off);
+        if (!run.from_file) {
+            // The first copy is there to take disk reads out of the
+            // read-only window; cached pages are copied once, in it.
+            if (rd.first) continue;
+            if (int rc = write_all(dest_fd, (const char *)(s.start + off + run.off), len, to)) return rc;
+            continue;
+        }
+        if (!rd.bounce) {
+            void *b = mmap(nullptr, DiskReader::kBounce, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (b == MAP_FAILED) return -errno;
+            rd.bounce = (char *)b;
+        }
+        for (size_t done = 0; done < len;) {
+            size_t k = len - done < DiskReader::kBounce ? len - done : DiskReader::kBounce;
+            off_t at = (off_t)(s.file_off + off + run.off + done);
+            int rc = -EINVAL;
+            if (rd.direct_fd >= 0 && k % page == 0) rc = read_all(rd.direct_fd, rd.bounce, k, at);
+            if (rc != 0) rc = read_all(s.fd, rd.bounce, k, at);
+            if (rc == 0) rc = write_all(dest_fd, rd.bounce, k, to + (off_t)done);
+            if (rc != 0) return rc;
+            done += k;
+        }
+    }
+    return 0;
+}
+
+// Copies [off, off+n) of the region from its old home into dest at off.
+// dest_map is dest's [off, off+n) mapped at a private address when dest is a
+// memfd (a disk source is read straight into it: one copy, no bounce).
+int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n) {
+    return for_each_data(s, off, n, [&](size_t at, size_t len) -> int {
+        if (s.backing == Backing::disk) {
+            if (dest_map) return read_all(s.fd, dest_map + (at - off), len, (off_t)(s.file_off + at));
+            return copy_range(s.fd, (off_t)(s.file_off + at), dest->fd, (off_t)at, len);
+        }
+        const char *from = (const char *)s.start + at; // readable: the chunk is read-only
+        if (dest_map) {
+            memcpy(dest_map + (at - off), from, len);
+            return 0;
+        }
+        return write_all(dest->fd, from, len, (off_t)at);
+    });
+}
+
+// Puts [off, off+n), now mapped from dest, back into its old home (a failed
+// move is undone chunk by chunk, writes made since included).
+int restore_chunk(const Source &s, size_t off, size_t n) {
+    uintptr_t at = s.start + off;
+    if (s.backing == Backing::anon) {
+        void *tmp = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (tmp == MAP_FAILED) return -errno;
+        memcpy(tmp, (const void *)at, n);
+        if (mremap(tmp, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at) == MAP_FAILED) {
+            int err = -errno;
+            munmap(tmp, n);
+            return err;
+        }
+        return 0;
+    }
+    if (int rc = write_all(s.fd, (const char *)at, n, (off_t)(s.file_off + off))) return rc;
+    void *p = mmap((void *)at, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
+                   (off_t)(s.file_off + off));
+    return p == MAP_FAILED ? -errno : 0;
+}
+
+// Waits for [off, off+n) of fd to be written, then drops it from page cache.
+void settle(int fd, size_t off, size_t n) {
+    sync_file_range(fd, (off_t)off, (off_t)n,
+                    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
+}
+
+void set_chunk(uintptr_t a, uintptr_t b) {
+    g_chunk_end.store(0); // never a range that mixes two chunks
+    g_chunk_start.store(a);
+    g_chunk_end.store(b);
+}
+
+// The chunk [done, done+n) of the region moved by the tracked mover
+// (move_tracked.h, Level::full): 0, or an error with the chunk where it was.
+int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, DiskReader &reader, size_t done,
+                       size_t n, TrackedPause *pause) {
+    const uintptr_t a = src.start + done;
+    if (src.backing != Backing::disk) {
+        auto first = [&] { return copy_chunk(src, dest, nullptr, done, n); };
+        return t.block(a, n, src.backing == Backing::memory, dest->fd, done, first, pause);
+    }
+    // The range maps dest from the pull's first step: the old file's chunk
+    // is read through a view of its own (its cached pages) and O_DIRECT.
+    void *view = mmap(nullptr, n, PROT_READ, MAP_SHARED, src.fd, (off_t)(src.file_off + done));
+    if (view == MAP_FAILED) return -errno;
+    Source old = src;
+    old.start = (uintptr_t)view - done;
+    auto copy = [&](int to_fd, uint64_t to_off, size_t rel, size_t len) -> int {
+        if (to_off == done) {
+            reader.first = false;
+            int rc = copy_disk_chunk(old, reader, to_fd, done + rel, len);
+            if (rc != -ENOTSUP) return rc;
+        }
+        return write_all(to_fd, (const char *)view + rel, len, (off_t)(to_off + rel));
+    };
+    int rc = dest->kind == Backing::memory
+                 ? t.pull(a, n, src.fd, src.file_off + done, dest->fd, done, copy, pause)
+                 : t.pull_then_block(a, n, src.fd, src.file_off + done, dest->fd, done, copy, pause);
+    munmap(view, n);
+    return rc;
+}
+
+// The move itself; the caller holds the move lock and has published r as the
+// region being moved. Chunk by chunk: where userfaultfd allows, the tracked
+// move (move_tracked.h: no access fails); otherwise read-only (a writer
+// waits in on_segv, a kernel store fails), copy, map dest over it.
+int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
+    install_handler();
+    const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off,
+                     r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
+    const size_t len = r->map_len;
+    const bool to_memory = dest->kind == Backing::memory;
+    TrackedMover tracked;
+    uffd::Level level = tracked.begin();
+    tracked.before_swap = [out](uintptr_t at, size_t n) {
+        uint64_t w0 = monotonic_ns();
+        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        if (out) out->waited_ns += monotonic_ns() - w0;
+    };
+    DiskReader reader;
+    bool reader_fits = to_memory && src.backing == Backing::disk;
+    if (reader_fits || (level == uffd::Level::full && src.backing == Backing::disk)) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
+        reader.direct_fd = above_stdio(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
+    }
+    uint64_t t0 = monotonic_ns(), cpu0 = thread_cpu_ns();
+    if (out) out->scheme = level;
+    g_moved_bytes.store(0);
+    g_dest_fd.store(dest->fd);
+    g_region_start.store(src.start);
+    g_region_end.store(src.start + len);
+    int rc = 0;
+    size_t done = 0;
+    // After a chunk lives in dest: the old home's RAM back, the new bytes to disk.
+    auto after_chunk = [&](size_t n) {
+        g_moved_bytes.store(done + n);
+        if (write_back && src.backing == Backing::memory)
+            // The old home's RAM goes back now, not after the last chunk (an
+            // undo rewrites it from the new mapping, so nothing is lost).
+            fallocate(src.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(src.file_off + done), (off_t)n);
+        if (write_back) {
+            uint64_t b0 = monotonic_ns();
+            // The bytes must leave RAM, not stay dirty page cache that a
+            // cgroup v1 limit reclaims poorly. Writing starts now; two chunks
+            // later it is waited for and the clean pages dropped (a freshly
+            // mapped chunk has no page-table entries to keep them), so
+            // writeback overlaps the copy and never holds writers up.
+            sync_file_range(dest->fd, (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);
+            if (done >= 2 * kChunk) settle(dest->fd, done - 2 * kChunk, kChunk);
+            if (out) out->writeback_ns += monotonic_ns() - b0;
+        }
+    };
+    while (done < len && rc == 0) {
+        size_t n = len - done < kChunk ? len - done : kChunk;
+        uintptr_t a = src.start + done;
+        if (level == uffd::Level::full) {
+            TrackedPause pause;
+            uint64_t c0 = monotonic_ns();
+            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause);
+            if (t == 0) {
+                if (out) {
+                    out->precopy_ns += monotonic_ns() - c0 - pause.total_ns;
+                    out->protected_ns += pause.total_ns;
+                    if (pause.longest_ns > out->longest_chunk_ns) out->longest_chunk_ns = pause.longest_ns;
+                    out->recopied_bytes += pause.recopied;
+                }
+                after_chunk(n);
+                done += n;
+                continue;
+            }
+            // The chunk is where it was: it, and the rest, move the read-only way.
+            SPW_LOG(debug, "moving region %p: the tracked move of the chunk at offset %zu failed (%s); the rest "
+                           "moves the read-only way",
+                    (void *)src.start, done, strerror(-t));
+            tracked.end();
+            level = uffd::Level::none;
+            if (out) out->scheme = level;
+        }
+        // A thread blocked reading into this chunk would get EFAULT: let it finish.
+        uint64_t w0 = monotonic_ns();
+        for (int tries = 0; tries < 200 && done > 0 && read_in_flight(a, n); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        uint64_t p0 = monotonic_ns();
+        if (out) out->waited_ns += p0 - w0;
+        char *dest_map = nullptr;
+        bool by_reader = reader_fits;
+        auto map_dest = [&]() -> int {
+            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
+            if (m == MAP_FAILED) return -errno;
+            dest_map = (char *)m;
+            return 0;
+        };
+        // Level::user_only: the first copy is of everything, writes are
+        // tracked meanwhile, and the read-only window copies only those.
+        bool narrow = level == uffd::Level::user_only;
+        if (narrow) {
+            TrackedPause pause;
+            auto first = [&]() -> int {
+                if (by_reader) {
+                    reader.first = false;
+                    int c = copy_disk_chunk(src, reader, dest->fd, done, n);
+                    if (c != -ENOTSUP) return c;
+                    by_reader = reader_fits = false;
+                }
+                if (to_memory && !dest_map)
+                    if (int m = map_dest()) return m;
+                return copy_chunk(src, dest, dest_map, done, n);
+            };
+            int t = tracked.track_and_copy(a, n, dest->fd, done, first, &pause);
+            if (out) out->recopied_bytes += pause.recopied;
+            if (t != 0) {
+                narrow = false;
+                SPW_LOG(debug, "moving region %p: tracking the chunk at offset %zu failed (%s); it moves in "
+                               "the read-only way",
+                        (void *)src.start, done, strerror(-t));
+            }
+        } else {
+            if (by_reader) {
+                // First copy; if this way is refused (no FIEMAP), the chunk is
+                // copied the generic way below, from the start.
+                reader.first = true;
+                rc = copy_disk_chunk(src, reader, dest->fd, done, n);
+                reader.first = false;
+                if (rc == -ENOTSUP) {
+                    by_reader = reader_fits = false;
+                    rc = 0;
+                }
+            }
+            if (to_memory && !by_reader && (rc = map_dest()) != 0) break;
+            // A first copy while writers still run: it reads what is not in
+            // page cache and allocates the new home's pages, so the read-only
+            // window below is one memory-speed copy, not disk reads or reclaim.
+            if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        }
+        uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
+        if (out) out->precopy_ns += c0 - p0;
+        // One read-only window per chunk, not smaller steps: a system call
+        // copying into the region when a window opens comes back short, one
+        // that starts in it fails with EFAULT; more, shorter windows would
+        // turn failures into short counts, which programs check less.
+        set_chunk(a, a + n);
+        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        if (rc == 0 && narrow) {
+            rc = tracked.copy_written(a, n, dest->fd, done, nullptr); // only what was written since
+        } else if (rc == 0 && by_reader && (rc = copy_disk_chunk(src, reader, dest->fd, done, n)) == -ENOTSUP) {
+            by_reader = reader_fits = false; // refused only now: the generic copy, into a mapping
+            rc = map_dest();
+            if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        } else if (rc == 0 && !by_reader) {
+            rc = copy_chunk(src, dest, dest_map, done, n);
+        }
+        if (dest_map) munmap(dest_map, n);
+        if (rc == 0) {
+            void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
+            if (p == MAP_FAILED) rc = -errno;
+        }
+        if (rc != 0) {
+            mprotect((void *)a, n, PROT_READ | PROT_WRITE); // this chunk keeps its old home
+            if (narrow) tracked.forget(a, n);
+        }
+        set_chunk(0, 0);
+        uint64_t chunk_ns = monotonic_ns() - c0;
+        if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
+        if (out) out->protected_ns += chunk_ns;
+        if (rc != 0) break;
+        after_chunk(n);
+        done += n;
+    }
+    uint64_t b1 = monotonic_ns();
+    if (rc == 0 && write_back)
+        for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)
+            settle(dest->fd, back, done - back < kChunk ? done - back : kChunk);
+    if (out) out->writeback_ns += monotonic_ns() - b1;
+    if (rc != 0) {
+        // Undo: every chunk already on dest goes back, with what was written since.
+        for (size_t back = 0; back < done; back += kChunk) {
+            size_t n = done - back < kChunk ? done - back : kChunk;
+            uintptr_t a = src.start + back;
+            set_chunk(a, a + n);
+            mprotect((void *)a, n, PROT_READ);
+            if (int undo = restore_chunk(src, back, n)) {
+                SPW_LOG(error, "moving region %p failed (%s) and undoing it failed too (%s); its "
+                               "bytes from offset %zu are lost, aborting",
+                        (void *)src.start, strerror(-rc), strerror(-undo), back);
+                abort();
+            }
+            set_chunk(0, 0);
+        }
+    }
+    g_region_start.store(0);
+    g_region_end.store(0);
+    g_dest_fd.store(-1);
+    if (src.pagemap >= 0) close(src.pagemap);
+    if (out) {
+        out->total_ns = monotonic_ns() - t0;
+        out->cpu_ns = thread_cpu_ns() - cpu0;
+        out->cached_bytes = reader.cached_bytes;
+        out->disk_bytes = reader.disk_bytes;
+        out->bytes = len;
+    }
+    if (rc != 0) return rc;
+    SpillFile *old_file;
+    uint64_t old_off;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        old_file = r->file;
+        old_off = r->file_off;
+        if (old_file && old_file->pool) {
+            // Born in the pool (only a region's birth puts it there): the
+            // range is punched when the region is retired (Region::left_pool).
+            r->left_pool = old_file;
+            r->left_pool_off = old_off;
+            r->left_pool_len = len;
+            old_file = nullptr;
+        }
+        r->file = dest;
+        r->file_off = 0;
+        r->backing = dest->kind;
+    }
+    // Outside the large lock (readers of r->file take it, so none holds the
+    // old file now), and off this thread: its last close can take seconds.
+    release_left_file(old_file);
+    // The new mapping starts with default advice: apply what the region had
+    // (or what a fresh region of its size would get).
+    int had = r->advice.load(std::memory_order_relaxed);
+    int advice = had ? had : initial_advice(len, false);
+    r->advice = 0;
+    advise_region(r, advice);
+    return 0;
+}
+
+// /proc/self/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" for a blocked thread.
+// Whether this process's descriptor fd was opened O_DIRECT (/proc/self/fdinfo).
+bool opened_direct(unsigned long long fd) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%llu", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return false;
+    ssize_t n = read(f, buf, sizeof buf - 1);
+    close(f);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *flags = strstr(buf, "flags:");
+    return flags && (strtoul(flags + 6, nullptr, 8) & O_DIRECT);
+}
+
+bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end, bool direct_only) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    char buf[256];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    unsigned long long nr, a[6];
+    if (sscanf(buf, "%llu %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) != 7)
+        return false;
+    // Direct I/O pins the buffer's pages and the device writes them later;
+    // a socket or a buffered read copies through the address (tracked).
+    if (direct_only && (nr == SYS_recvfrom || nr == SYS_recvmsg || !opened_direct(a[0]))) return false;
+    auto hits = [&](uint64_t p, uint64_t len) { return len && p < end && p + len > start; };
+    auto iov_hits = [&](uint64_t iov, uint64_t count) {
+        if (count > 1024) count = 1024;
+        struct iovec local[64];
+        for (uint64_t first = 0; first < count; first += 64) {
+            size_t k = count - first < 64 ? count - first : 64;
+            struct iovec want = {local, k * sizeof(struct iovec)};
+            struct iovec remote = {(void *)(iov + first * sizeof(struct iovec)), k * sizeof(struct iovec)};
+            if (process_vm_readv(getpid(), &want, 1, &remote, 1, 0) != (ssize_t)want.iov_len) return false;
+            for (size_t i = 0; i < k; i++)
+                if (hits((uint64_t)local[i].iov_base, local[i].iov_len)) return true;
+        }
+        return false;
+    };
+    switch ((long)nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_recvfrom: return hits(a[1], a[2]);
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2: return iov_hits(a[1], a[2]);
+    case SYS_recvmsg: {
+        struct msghdr m;
+        struct iovec want = {&m, sizeof m}, remote = {(void *)a[1], sizeof m};
+        if (process_vm_readv(getpid(), &want, 1, &remote, 1, 0) != (ssize_t)sizeof m) return false;
+        return iov_hits((uint64_t)m.msg_iov, m.msg_iovlen);
+    }
+    default: return false;
+    }
+}
+} // namespace
+
+void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, const Extent *written,
+                    size_t n_written, std::vector<CopyRun> &runs) {
+    size_t e = 0; // the first extent that may overlap the page looked at (pages go forward)
+    auto on_disk = [&](size_t i) {
+        size_t at = i * page;
+        while (e < n_written && written[e].off + written[e].len <= at) e++;
+        return e < n_written && written[e].off < at + page;
+    };
+    for (size_t i = 0; i < pages;) {
+        const bool cached = resident[i] & 1;
+        if (!cached && !on_disk(i)) {
+            i++;
+            continue;
+        }
+        size_t j = i + 1;
+        while (j < pages && (resident[j] & 1) == cached && (cached || on_disk(j))) j++;
+        runs.push_back({i * page, (j - i) * page, !cached});
+        i = j;
+    }
+}
+
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return false;
+    bool found = false;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    while (dirent *e = readdir(d)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == self) continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/self/task/%.200s/syscall", e->d_name);
+        if ((found = syscall_reads_into(path, start, start + len, direct_only))) break;
+    }
+    closedir(d);
+    return found;
+}
+
+int rehome_region(Region *r, SpillFile *dest) {
+    if (g_untrusted) return -EPERM; // fork_safety.h: inherited regions stay as they are
+    AsyncSignalsBlocked no_signals;
+    std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_to.store((uint8_t)dest->kind);
+    g_moving_region.store(r);
+    Backing old = r->backing;
+    size_t len = r->map_len;
+    uintptr_t start = r->start;
+    MoveResult res;
+    int rc = move_chunks(r, dest, false, &res);
+    g_moving_region.store(nullptr);
+    if (rc != 0) return rc;
+    SPW_LOG(debug, "moved %zu MiB at %p %s -> %s (%s) in %.1f ms; an access waited at most %.3f ms; %zu KiB "
+                   "copied again (written during the move)",
+            len >> 20, (void *)start, backing_name(old), backing_name(dest->kind), uffd::level_name(res.scheme),
+            res.total_ns / 1e6, res.longest_chunk_ns / 1e6, res.recopied_bytes >> 10);
+    stats_on_rehome(old, dest->kind, len); // the same region, elsewhere: no free, no new region
+    return 0;
+}
+
+int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
+    if (g_untrusted) return -EPERM;
+    const uint64_t t0 = monotonic_ns();
+    AsyncSignalsBlocked no_signals;
+    std::lock_guard<std::mutex> move_guard(g_move_lock);
+    g_moving_to.store((uint8_t)dest->kind);
+    g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
+    int rc = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        Region *live = registry_first();
+        while (live && live != r) live = live->next;
+        if (!live || r->start != start || r->freed.load()) rc = -ESTALE;
+        else if (r->pins.load() || r->is_private || r->backing == dest->kind ||
+                 (r->file && (r->file->foreign || r->file->exported[0])))
+            rc = -EBUSY;
+    }
+    // A read in flight into the region would fail in a read-only window; a tracked move waits for nothing.
+    if (rc == 0 && uffd::level() != uffd::Level::full && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    if (out) out->checks_ns = monotonic_ns() - t0;
+    if (rc == 0) rc = move_chunks(r, dest, write_back, out);
+    g_moving_region.store(nullptr);
+    return rc;
+}
+
+RegionPin::RegionPin(Region *r) : r_(r) {
+    r_->pins.fetch_add(1); // seq_cst, against the mover's publication above
+    if (g_moving_region.load() == r_) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
+void RegionPin::release() {
+    if (r_) r_->pins.fetch_sub(1);
+    r_ = nullptr;
+}
+
+void pin_region_for_good(Region *r) {
+    r->pins.fetch_add(1);
+    if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
+bool region_moving(const Region *r) { return g_moving_region.load() == r; }
+
+Backing moving_to(const Region *r) {
+    return g_moving_region.load() == r ? (Backing)g_moving_to.load() : Backing::none;
+}
+
+void wait_out_move(const Region *r) {
+    if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+}
+
+bool rehome_fork_prepare() { return lock_unless_held_here(g_move_lock.native_handle()); }
+
+void rehome_fork_parent() {
+    g_last_fork_ns.store(monotonic_ns());
+    g_move_lock.unlock();
+}
+
+uint64_t last_fork_ns() { return g_last_fork_ns.load(); }
+uint64_t forked_at_ns() { return g_forked_at_ns; }
+
+void rehome_after_fork_child(bool trusted) {
+    g_untrusted = !trusted;
+    new (&g_move_lock) std::mutex();
+    g_forked_at_ns = monotonic_ns();
+    g_last_fork_ns.store(0); // this process has not forked yet
+    uffd::forget_level();    // its first move asks again (a child may have added a seccomp filter)
+    // A move this thread was making when a signal handler forked (only a
+    // synchronous signal can: the mover blocks the others). Its mover never
+    // runs here: give the child a private copy of the region's current
+    // bytes, the moved chunks from dest and the rest from the old home, so
+    // no chunk stays read-only (a write would wait in on_segv forever) and
+    // none stays shared with the parent.
+    uintptr_t start = g_region_start.load(), end = g_region_end.load();
+    Region *r = g_moving_region.load();
+    if (start && end > start) {
+        size_t done = g_moved_bytes.load();
+        int dest_fd = g_dest_fd.load();
+        if (done && dest_fd >= 0)
+            mmap((void *)start, done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, dest_fd, 0);
+        if (r && r->file && r->start == start)
+            mmap((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                 r->file->fd, (off_t)(r->file_off + done));
+        else
+            mprotect((void *)(start + done), end - start - done, PROT_READ | PROT_WRITE);
+        if (r && r->file && r->start == start) r->is_private = true; // large_privatise_inherited keeps this view
+    }
+    g_moving_region.store(nullptr);
+    g_region_start.store(0);
+    g_region_end.store(0);
+    set_chunk(0, 0);
+    g_moved_bytes.store(0);
+    g_dest_fd.store(-1);
+}
+
+} // namespace spillway

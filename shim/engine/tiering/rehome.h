@@ -1,0 +1,155 @@
+// rehome.h — moving a live region's bytes to a new file in place: same
+// address, same bytes, safe while other threads read and write it.
+//
+// How: the region moves one chunk (16 MiB) at a time, each copied into the
+// new file and the file's chunk mapped over it (mmap MAP_FIXED, atomic for
+// every other thread). Where userfaultfd allows (os/uffd.h), move_tracked.h
+// moves the chunk while every thread and the kernel keep using it: writes
+// are tracked and copied again, and an access waits (never fails) only in
+// the last step; a system call into the region completes in full.
+// Otherwise (no userfaultfd) the chunk is made read-only while it is
+// copied: a thread that writes into it faults, and a SIGSEGV handler
+// recognises the address as "being moved", waits for that chunk to be done
+// and returns, so the write is retried against the new mapping. Chunks not
+// yet moved are written in their old home and copied later; chunks already
+// moved are written in the new one. Faults anywhere else
+// are passed to the handler that was installed before ours (or the default
+// action), unchanged.
+//
+// Invariant: readers never see torn data; a writer waits for at most one
+// last step (tracked) or one chunk's copy; at most one move is in flight
+// (moves are rare and serialised by the move lock, which fork also takes so
+// a child never inherits a half-moved region); the moving thread has every
+// asynchronous signal blocked, so no signal handler can fork in the middle
+// of a move; an untrusted fork child (fork_safety.h) moves nothing (-EPERM);
+// a region being resized or retired
+// (pinned) is never moved, and one being moved is not resized or retired
+// until the move is over.
+//
+// Without userfaultfd (seccomp, kernels before 6.7) the kernel's own stores
+// into the region (read(2) or recv(2) into it) do not fault to user space;
+// into the chunk being copied they fail with EFAULT, or come back short
+// when they began before it. The window is one chunk's copy (milliseconds),
+// and the mover does not start a chunk while a thread of
+// this process is blocked in read/pread/readv/preadv/recvfrom/recvmsg with
+// a buffer in it (from /proc/self/task/*/syscall); asynchronous I/O
+// (io_uring, AIO) is invisible. With userfaultfd for user faults only, the
+// window is the last copy of what was written during the move. os/uffd.h logs
+// once which of the three this process has; docs/moves.md is the contract.
+#pragma once
+
+#include "os/uffd.h"
+#include "registry/placement.h" // Backing
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace spillway {
+
+struct Region;
+struct SpillFile;
+
+// Copies r's bytes into dest (reserved, at least r->map_len long) and maps
+// dest over r (becoming disk-backed). The caller has looked r up, owns
+// dest, and is the region's user (spillway_spill/export). 0 or -errno.
+int rehome_region(Region *r, SpillFile *dest);
+
+struct MoveResult {
+    uint64_t total_ns = 0;         // the whole move
+    uint64_t longest_chunk_ns = 0; // the longest a writer could have waited
+    size_t bytes = 0;
+    // Where the time went (the tiering log's breakdown of a move):
+    uint64_t checks_ns = 0;    // taking the move lock, checking the region, reads in flight
+    uint64_t precopy_ns = 0;   // first copies, writers running (reads from the old home)
+    uint64_t protected_ns = 0; // read-only copies and remaps (what writers may wait for)
+    uint64_t waited_ns = 0;    // waiting for reads in flight into a chunk
+    uint64_t writeback_ns = 0; // write_back: writing chunks to disk and dropping them
+    uint64_t cpu_ns = 0;       // the mover thread's CPU time (the rest of total_ns it waited)
+    size_t cached_bytes = 0;   // a disk source into memory: copied from page cache
+    size_t disk_bytes = 0;     // ... and read from disk (in the read-only copies)
+    uffd::Level scheme = uffd::Level::none; // how: tracked (full), narrowed (user_only), read-only chunks
+    size_t recopied_bytes = 0; // copied again because they were written during the move (tracked)
+};
+
+// The tiering mover's entry: r comes from an earlier snapshot (start was its
+// start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)
+// only if it is still live, not pinned, not private, and (without
+// userfaultfd for kernel faults) no thread is blocked in a read into it;
+// else -EBUSY (try again later) or -ESTALE (gone).
+// write_back: write each copied chunk to disk and drop its page cache before
+// mapping it (demotion under memory pressure: the bytes must leave RAM).
+// Stats are the caller's. 0 or -errno; on error r keeps its old home and
+// dest is the caller's to close.
+int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back,
+                          MoveResult *out);
+
+// How a chunk of a disk region is copied into memory (the promotion's read
+// path). A page in page cache is copied through the region's own mapping
+// (no system call, no disk); a page only on disk — inside an extent that
+// was written — is read from the file, consecutive pages in one read; any
+// other page (an unwritten or unallocated extent, not cached) reads as zero
+// and is skipped: a reserved destination already holds zeros there. Walking
+// the file with SEEK_DATA/SEEK_HOLE and one pread per extent cost three
+// system calls per page a random writer had touched.
+struct CopyRun {
+    size_t off = 0, len = 0; // relative to the chunk
+    bool from_file = false;  // false: copy through the mapping
+};
+struct Extent {
+    size_t off = 0, len = 0; // relative to the chunk, clipped to it
+};
+// resident[i] & 1: page i of the chunk is in page cache (mincore);
+// written: the extents holding data on disk, sorted. Appends the runs.
+void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, const Extent *written,
+                    size_t n_written, std::vector<CopyRun> &runs);
+
+// A pin keeps the tiering mover off a region for its lifetime, after
+// waiting out a move already under way (realloc and retire hold one).
+class RegionPin {
+  public:
+    explicit RegionPin(Region *r);
+    ~RegionPin() { release(); }
+    void release(); // early, before the region can be freed
+    RegionPin(const RegionPin &) = delete;
+    RegionPin &operator=(const RegionPin &) = delete;
+
+  private:
+    Region *r_;
+};
+
+// The same, never released: a region about to be retired (and deleted).
+void pin_region_for_good(Region *r);
+
+// True while a move of r is under way (or being checked): its bytes may be
+// in two homes, and its backing changes when the move ends. Only compares
+// r; never dereferences it.
+bool region_moving(const Region *r);
+// Returns once no move of r is under way (at once if none is).
+void wait_out_move(const Region *r);
+// Where a move of r under way is taking it, or Backing::none.
+Backing moving_to(const Region *r);
+
+// True when a thread of this process is blocked in a read-like system call
+// whose buffer overlaps [start, start+len); direct_only: a read(v) or
+// pread(v) of a descriptor opened O_DIRECT (the device writes the pages it
+// pinned, wherever they are mapped by then).
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only = false);
+
+// Fork (fork_safety.h, lock 3 of its order): prepare waits for a move in
+// flight unless this thread is the mover (returns false then); the child
+// never waits for a move that no thread of its own will finish, and gets a
+// region that was half moved by the forking thread itself back as a
+// private copy of its current bytes.
+bool rehome_fork_prepare();
+void rehome_fork_parent();
+void rehome_after_fork_child(bool trusted); // untrusted: nothing moves from now on
+// When this process last forked (CLOCK_MONOTONIC ns, 0: never). A child
+// maps file-backed regions born before it from the same files, privately:
+// moving one would punch or drop bytes the child may still read.
+uint64_t last_fork_ns();
+// In a fork child: when it was forked (0 in a process that is no child of a
+// shim process). Regions born before are inherited and never moved here.
+uint64_t forked_at_ns();
+
+} // namespace spillway

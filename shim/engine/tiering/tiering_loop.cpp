@@ -1,0 +1,478 @@
+// tiering_loop.cpp — see tiering_loop.h.
+#include "tiering/tiering_loop.h"
+#include "clock.h"
+
+#include "os/background_thread.h"
+#include "backing/backing.h"
+#include "os/cgroup.h"
+#include "tiering/claims.h"
+#include "config.h"
+#include "log.h"
+#include "registry/arena.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
+#include "access/sampler.h"
+#include "stats/stats.h"
+#include "tiering/tiering.h"
+#include "tiering/writeback.h"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <algorithm>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+namespace spillway {
+
+namespace {
+constexpr unsigned kMaxCandidates = 64;
+constexpr unsigned kHistory = 128;
+constexpr uint64_t kMiB = 1 << 20;
+// Free space kept beyond a promotion's size when making room for it: what
+// the job's own allocations take while the memory is allocated.
+constexpr uint64_t kRoomSlack = 32ull << 20;
+
+const Settings *g_settings = nullptr; // tiering_init
+// An untrusted fork child (fork_safety.h): nothing moves, no thread starts.
+bool g_untrusted = false;
+std::atomic<bool> g_started{false};
+std::atomic<bool> g_stop{false};
+std::atomic<uint64_t> g_ticks{0};
+
+void sleep_ms(unsigned ms) {
+    timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, nullptr);
+}
+
+// What tiering has done to a region (for cooldowns); only the controller
+// thread touches it.
+struct History {
+    const Region *region = nullptr;
+    uintptr_t start = 0;
+    uint64_t last_move_ns = 0;
+    unsigned moves = 0;
+};
+History g_history[kHistory];
+
+History *history_of(const Region *r, uintptr_t start, bool create) {
+    History *oldest = &g_history[0];
+    for (History &h : g_history) {
+        if (h.region == r && h.start == start) return &h;
+        if (h.last_move_ns < oldest->last_move_ns) oldest = &h;
+    }
+    if (!create) return nullptr;
+    *oldest = History{r, start, 0, 0};
+    return oldest;
+}
+
+struct State {
+    bool have_prev = false;
+    uint64_t prev_ns = 0, prev_unreclaimable = 0;
+    double last_rate = 0, growth = 0; // of the growth that is not regions filling (tiering.h)
+    bool have_events = false;
+    uint64_t events = 0;
+    double tokens = 0;
+    std::vector<FillSample> fill; // at the last look, when measured there (fill_valid)
+    bool fill_valid = false;
+};
+
+// Memory and anon regions whose fill is measured; the rest of them (rare)
+// count as growth like any other.
+constexpr size_t kMaxFillSamples = 256;
+
+// The residency of this process's memory and anon regions, now. A region
+// that was full at the last look is taken as full (pages of a memfd or of
+// anonymous memory leave only with the region, without swap; one that
+// refills after a MADV_DONTNEED counts as growth like any other, which errs
+// towards demoting), so mincore only walks regions still filling: 0.2-0.6
+// ms per GiB here.
+void measure_fill(const std::vector<FillSample> &last, std::vector<FillSample> &out) {
+    struct Where {
+        uintptr_t start;
+        FillSample s;
+    };
+    static Where where[kMaxFillSamples]; // the controller thread only
+    size_t n = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r && n < kMaxFillSamples; r = r->next) {
+            if (r->freed.load() || (r->backing != Backing::memory && r->backing != Backing::anon)) continue;
+            where[n++] = {r->start, FillSample{r, r->born_ns, r->map_len, 0}};
+        }
+    }
+    out.clear();
+    static unsigned char vec[16384];
+    static const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < n; i++) {
+        FillSample s = where[i].s;
+        bool full = false;
+        for (const FillSample &l : last)
+            if (l.id == s.id && l.born_ns == s.born_ns && l.bytes == s.bytes) {
+                full = l.resident == l.bytes;
+                break;
+            }
+        if (full) {
+            s.resident = s.bytes;
+        } else {
+            // Without the lock: a region freed meanwhile is only looked at
+            // (mincore changes nothing), and is not in the next look.
+            for (size_t off = 0; off < s.bytes;) {
+                size_t len = std::min(s.bytes - off, sizeof vec * page);
+                if (mincore((void *)(where[i].start + off), len, vec) != 0) break;
+                for (size_t k = 0; k < (len + page - 1) / page; k++) s.resident += (vec[k] & 1) * page;
+                off += len;
+            }
+            if (s.resident > s.bytes) s.resident = s.bytes;
+        }
+        out.push_back(s);
+    }
+}
+
+struct Snapshot {
+    Region *region;
+    TierCandidate c;
+};
+
+unsigned snapshot(Snapshot *out, uint64_t min_size) {
+    unsigned n = 0;
+    if (g_untrusted) return 0; // fork_safety.h: nothing moves in such a child
+    const uint64_t inherited_before = forked_at_ns();
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (Region *r = registry_first(); r && n < kMaxCandidates; r = r->next) {
+        if (r->freed.load() || r->is_private || r->map_len < min_size || r->pins.load()) continue;
+        if (r->file && (r->file->foreign || r->file->exported[0])) continue; // shared by name: stays
+        // A fork child never moves what it inherited: those are the
+        // parent's bytes (its files, or copies the parent may also move).
+        if (r->born_ns < inherited_before) continue;
+        // A fork child maps the files of regions born before it, privately:
+        // a pool range would be punched, a memfd punched while moving.
+        if (r->file && r->born_ns < last_fork_ns() && (r->file->pool || r->backing == Backing::memory))
+            continue;
+        TierCandidate c;
+        c.start = r->start;
+        c.bytes = r->map_len;
+        c.backing = r->backing;
+        c.phase = r->phase.load();
+        c.phase_since_ns = r->phase_since_ns.load();
+        c.fault_rate = r->fault_rate.load();
+        if (const History *h = history_of(r, r->start, false)) {
+            c.last_move_ns = h->last_move_ns;
+            c.moves = h->moves;
+        }
+        out[n++] = {r, c};
+    }
+    return n;
+}
+
+void record_move(const Snapshot &s, uint64_t now) {
+    History *h = history_of(s.region, s.c.start, true);
+    h->last_move_ns = now;
+    h->moves++;
+}
+
+double ms(uint64_t ns) { return ns / 1e6; }
+
+// The claim this process holds in its cgroup's budget file while a
+// promotion is under way: an exiting process drops it (tiering_stop), so the
+// spill directory is left empty even when exit interrupts a move.
+std::atomic<bool> g_claim_held{false};
+char g_claim_cgroup[512];
+
+void release_claim() {
+    if (g_claim_held.exchange(false)) drop_claim(spill_dir_fd(), g_claim_cgroup);
+}
+
+// Pages out cached pages of cold disk regions (plan_cache_donors) until the
+// cgroup's free space holds `want` bytes, so allocating a promotion does not
+// reclaim them one by one. MADV_PAGEOUT never loses a byte (dirty pages
+// stay) and only touches page tables, so a donor freed meanwhile is
+// harmless: its range is only advised. Returns the bytes it freed.
+uint64_t make_room(const Snapshot *snap, unsigned n, size_t promoted, uint64_t want) {
+    MemoryFigures f = read_memory_figures();
+    if (!f.limited || f.limit >= f.usage + want) return 0; // free already
+    constexpr uint64_t kStep = 64ull << 20;
+    const uint64_t before = f.usage;
+    std::vector<TierCandidate> cands;
+    for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
+    uint64_t need = f.usage + want - f.limit;
+    for (size_t i : plan_cache_donors(cands, promoted, need)) {
+        for (uint64_t off = 0; off < cands[i].bytes; off += kStep) {
+            uint64_t len = cands[i].bytes - off < kStep ? cands[i].bytes - off : kStep;
+            if (madvise((void *)(cands[i].start + off), len, MADV_PAGEOUT) != 0) break;
+            f = read_memory_figures();
+            if (f.limit >= f.usage + want) return before > f.usage ? before - f.usage : 0;
+        }
+    }
+    return before > f.usage ? before - f.usage : 0;
+}
+
+// limited: the cgroup has a memory limit. Without one there is no budget to
+// share and no claim is made.
+bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &cgroup, bool limited,
+             uint64_t reserve, uint64_t now) {
+    const Snapshot &s = snap[which];
+    const TierCandidate &c = s.c;
+    const uint64_t claim0 = monotonic_ns();
+    SpillFile *dest = nullptr;
+    if (int err = new_dedicated_memfd(c.bytes, &dest)) {
+        SPW_LOG(debug, "tiering: no memfd for a promotion (%s)", strerror(err));
+        return false;
+    }
+    uint64_t others = 0, room = UINT64_MAX;
+    bool claimed = true;
+    if (limited) {
+        snprintf(g_claim_cgroup, sizeof g_claim_cgroup, "%s", cgroup.c_str());
+        claimed = claim_headroom(
+            spill_dir_fd(), cgroup, c.bytes,
+            [&](uint64_t claimed_by_others) {
+                MemoryFigures g = read_memory_figures(); // fresh, under the cgroup's lock
+                room = promotion_room(g.limited, g.limit, g.usage - g.reclaimable, reserve, claimed_by_others);
+                return room >= c.bytes;
+            },
+            &others);
+        if (claimed) {
+            g_claim_held.store(true);
+            if (g_stop.load()) { // exiting: tiering_stop may have looked before the claim
+                release_claim();
+                close_spill_file(dest);
+                return false;
+            }
+        }
+    }
+    if (!claimed) {
+        close_spill_file(dest);
+        SPW_LOG(debug, "tiering: %zu MiB at %p stays on disk: room %llu MiB after %llu MiB claimed by "
+                       "other processes of the cgroup",
+                c.bytes / kMiB, (void *)c.start, (unsigned long long)(room / kMiB),
+                (unsigned long long)(others / kMiB));
+        return false;
+    }
+    // Allocate the new home's pages now, under the claim: a region written at
+    // random fills all of them soon, and only pages that exist are charged.
+    // Dropping the claim after a sparse copy would leave the rest of the
+    // region's bytes unaccounted, and another process would claim them.
+    uint64_t alloc0 = monotonic_ns(), claim_ns = alloc0 - claim0;
+    uint64_t paged_out = limited ? make_room(snap, n, which, c.bytes + kRoomSlack) : 0;
+    uint64_t room_ns = monotonic_ns() - alloc0;
+    if (fallocate(dest->fd, 0, 0, (off_t)c.bytes) != 0) {
+        int err = errno;
+        release_claim();
+        close_spill_file(dest);
+        SPW_LOG(debug, "tiering: %zu MiB at %p stays on disk: its memory could not be allocated (%s)",
+                c.bytes / kMiB, (void *)c.start, strerror(err));
+        return false;
+    }
+    uint64_t alloc_ns = monotonic_ns() - alloc0;
+    MoveResult res;
+    int rc = rehome_region_checked(s.region, c.start, dest, false, &res);
+    release_claim(); // charged to the cgroup now (or freed again below)
+    if (rc != 0) {
+        close_spill_file(dest);
+        if (rc != -EBUSY && rc != -ESTALE)
+            SPW_LOG(warn, "tiering: promoting %zu MiB at %p failed (%s); it stays on disk", c.bytes,
+                    (void *)c.start, strerror(-rc));
+        return false;
+    }
+    record_move(s, now);
+    stats_on_move(Backing::disk, Backing::memory, c.bytes, res.total_ns, res.longest_chunk_ns);
+    uint64_t done = monotonic_ns();
+    SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
+                  "faults/s; room %llu MiB (others claimed %llu MiB), memfd and claim in %.0f ms; %llu MiB of cold page cache paged out in %.0f ms, memory allocated in %.0f ms, moved "
+                  "in %.0f ms (%s) after %.0f ms of locks and checks (%.0f ms/GiB: first copy %.0f ms, last copy of %zu MiB "
+                  "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms; %.0f ms on CPU), accesses paused at most %.1f ms; in memory %.2f s after the "
+                  "detector's verdict",
+            c.bytes / kMiB, (void *)c.start,
+            c.phase_since_ns && now > c.phase_since_ns ? (now - c.phase_since_ns) / 1e9 : 0.0, c.fault_rate,
+            (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), ms(claim_ns), (unsigned long long)(paged_out / kMiB), ms(room_ns),
+            ms(alloc_ns - room_ns),
+            ms(res.total_ns), uffd::level_name(res.scheme), ms(res.checks_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
+            ms(res.precopy_ns), res.cached_bytes / kMiB, res.disk_bytes / kMiB, ms(res.protected_ns), ms(res.waited_ns),
+            ms(res.cpu_ns), ms(res.longest_chunk_ns),
+            c.phase_since_ns && done > c.phase_since_ns ? (done - c.phase_since_ns) / 1e9 : 0.0);
+    return true;
+}
+
+bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in, uint64_t now) {
+    const TierCandidate &c = s.c;
+    SpillFile *dest = nullptr;
+    if (int err = new_dedicated_disk_file(c.bytes, &dest)) {
+        SPW_LOG(warn, "tiering: memory is nearly exhausted but %zu MiB at %p cannot move to disk (%s "
+                      "in %s); free disk space there",
+                c.bytes / kMiB, (void *)c.start, strerror(err), spill_dir_path().c_str());
+        return false;
+    }
+    MoveResult res;
+    int rc = rehome_region_checked(s.region, c.start, dest, true, &res);
+    if (rc != 0) {
+        close_spill_file(dest);
+        if (rc != -EBUSY && rc != -ESTALE)
+            SPW_LOG(warn, "tiering: demoting %zu MiB at %p failed (%s); it stays in memory", c.bytes,
+                    (void *)c.start, strerror(-rc));
+        return false;
+    }
+    record_move(s, now);
+    stats_on_move(c.backing, Backing::disk, c.bytes, res.total_ns, res.longest_chunk_ns);
+    // A disk region now, maybe this process's first: the access detector
+    // (advice, read-ahead for a reader streaming it back) and paced writeback.
+    sampler_notice();
+    writeback_notice();
+    g_stats.demote_reasons[(int)v.reason].fetch_add(1, std::memory_order_relaxed);
+    SPW_LOG(info, "tiering: demoted %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
+                  "limit, growing %.0f MiB/s besides regions filling at %.0f MiB/s with %llu MiB to go, "
+                  "need %llu MiB free); moved in %.0f ms (%.0f ms/GiB, %s), accesses paused at most %.1f ms",
+            c.bytes / kMiB, (void *)c.start, backing_name(c.backing), demote_reason_name(v.reason),
+            (unsigned long long)(in.unreclaimable / kMiB), (unsigned long long)(in.limit / kMiB),
+            in.growth / kMiB, in.fill_growth / kMiB, (unsigned long long)(in.unfilled / kMiB),
+            (unsigned long long)(v.need / kMiB), ms(res.total_ns),
+            ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes, uffd::level_name(res.scheme),
+            ms(res.longest_chunk_ns));
+    return true;
+}
+
+// One look; returns how long to sleep before the next.
+unsigned tick(State &st) {
+    const Settings &settings = *g_settings;
+    const TierSettings &ts = settings.tiering;
+    uint64_t now = monotonic_ns();
+    MemoryFigures f = read_memory_figures();
+    if (!st.have_prev) st.last_rate = st.growth = 0;
+    if (!f.limited) {
+        // No limit: nothing can press, and every random disk region fits.
+        st.have_prev = false;
+        Snapshot snap[kMaxCandidates];
+        unsigned n = snapshot(snap, ts.min_size);
+        std::vector<TierCandidate> cands;
+        for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
+        for (size_t i : plan_promotions(cands, UINT64_MAX, (double)ts.promote_rate, now, ts))
+            promote(snap, n, i, f.where, false, settings.memory_reserve, monotonic_ns());
+        return ts.interval_ms;
+    }
+    uint64_t unreclaimable = f.usage - f.reclaimable;
+    // The part of the growth that is this process's regions filling is
+    // bounded by what they have left to fill (tiering.h). Measured only
+    // while the growth could matter: twice the current rate over the
+    // horizon would bring usage within the margin.
+    uint64_t distance = f.limit > unreclaimable ? f.limit - unreclaimable : 0;
+    double fill_rate = 0;
+    uint64_t unfilled = 0;
+    bool fill_measured = false, fill_known = false;
+    if (st.have_prev) {
+        uint64_t dt = now - st.prev_ns;
+        double rate = growth_rate(st.prev_unreclaimable, unreclaimable, dt);
+        if (rate > 0 && (double)ts.demote_margin + 2 * rate * ts.horizon_ms / 1000.0 > (double)distance) {
+            std::vector<FillSample> fill;
+            measure_fill(st.fill_valid ? st.fill : std::vector<FillSample>{}, fill);
+            fill_measured = true;
+            if (st.fill_valid) {
+                FillChange c = fill_change(st.fill, fill);
+                fill_rate = (double)c.filled * 1e9 / (double)(dt ? dt : 1);
+                unfilled = c.unfilled;
+                fill_known = true;
+            }
+            st.fill = std::move(fill);
+        }
+        double rest = rate - fill_rate;
+        st.growth = sustained_growth(st.last_rate, rest);
+        st.last_rate = rest;
+        st.tokens += (double)ts.promote_rate * (double)dt / 1e9;
+        if (st.tokens > (double)ts.promote_rate) st.tokens = (double)ts.promote_rate;
+    }
+    st.fill_valid = fill_measured;
+    st.have_prev = true;
+    st.prev_ns = now;
+    st.prev_unreclaimable = unreclaimable;
+    PressureSignals p = read_pressure_signals(f.where);
+    uint64_t events = p.max + p.oom;
+    uint64_t new_events = st.have_events && events > st.events ? events - st.events : 0;
+    st.have_events = p.readable;
+    st.events = events;
+
+    Snapshot snap[kMaxCandidates];
+    unsigned n = snapshot(snap, ts.min_size);
+    if (n == 0) return ts.interval_ms;
+    std::vector<TierCandidate> cands;
+    for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
+
+    PressureInput in;
+    in.limited = true;
+    in.limit = f.limit;
+    in.unreclaimable = unreclaimable;
+    in.growth = st.growth;
+    in.fill_growth = fill_rate;
+    in.unfilled = unfilled;
+    in.new_max_events = new_events;
+    in.psi_some_avg10 = p.some_avg10;
+    PressureVerdict v = assess_pressure(in, ts);
+    // A forecast from growth whose fill part is not known yet (first
+    // measured now): the next look knows it. The kernel's word is not a
+    // forecast: it is acted on at once.
+    bool kernel = in.new_max_events > 0 || in.psi_some_avg10 > kPsiPressurePercent;
+    if (v.reason == DemoteReason::growing && fill_measured && !fill_known && !kernel) return ts.interval_ms;
+    if (v.reason != DemoteReason::none) {
+        if (!disk_usable()) return ts.interval_ms;
+        bool moved = false;
+        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, monotonic_ns());
+        if (moved) st.have_prev = false; // the move itself changed usage: no growth from it
+        return moved ? 0 : ts.interval_ms; // look again at once: was it enough?
+    }
+    uint64_t room = promotion_room(true, f.limit, unreclaimable, settings.memory_reserve, 0);
+    for (size_t i : plan_promotions(cands, room, st.tokens, now, ts))
+        if (promote(snap, n, i, f.where, true, settings.memory_reserve, monotonic_ns())) {
+            st.tokens -= (double)cands[i].bytes;
+            st.have_prev = false;
+        }
+    return ts.interval_ms;
+}
+
+void *tiering_main(void *) {
+    struct sched_param sp = {};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    uint64_t cpu0 = thread_cpu_ns();
+    State st;
+    unsigned wait = g_settings->tiering.interval_ms;
+    while (!g_stop.load(std::memory_order_relaxed)) {
+        if (wait) sleep_ms(wait);
+        if (g_stop.load(std::memory_order_relaxed)) break;
+        wait = tick(st);
+        g_ticks.fetch_add(1, std::memory_order_relaxed);
+        g_stats.tiering_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
+    }
+    return nullptr;
+}
+} // namespace
+
+void tiering_init(const Settings &s) { g_settings = &s; }
+
+void tiering_notice() {
+    // The large path is active: started (the settings are known), its arena
+    // reserved, and this is no untrusted fork child.
+    bool active = g_settings && arena::g_size && !g_untrusted;
+    if (!active || !g_settings->tiering.enabled || g_started.exchange(true)) return;
+    start_background_thread(tiering_main, "spillway-tier", 256 * 1024);
+}
+
+void tiering_stop() {
+    g_stop.store(true);
+    release_claim(); // a promotion under way at exit leaves no claim behind
+}
+
+void tiering_after_fork_child(bool trusted) {
+    g_untrusted = !trusted;
+    // The controller thread is the parent's; this process starts its own at
+    // its next large region (tiering_notice), unless it is untrusted.
+    g_started.store(false); // the claims file's descriptor: claims_after_fork_child
+    g_claim_held.store(false); // the parent's claim, not ours
+    for (History &h : g_history) h = History{};
+}
+
+uint64_t tiering_cpu_ns() { return g_stats.tiering_cpu_ns.load(); }
+uint64_t tiering_ticks() { return g_ticks.load(); }
+
+} // namespace spillway

@@ -1,0 +1,212 @@
+// writeback.cpp — see writeback.h.
+#include "tiering/writeback.h"
+
+#include "os/background_thread.h"
+#include "backing/backing.h"
+#include "os/cgroup.h"
+#include "fd_policy.h"
+#include "registry/region.h"
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+constexpr long kPeriodMs = 50;         // polls while a limit binds
+constexpr long kIdlePeriodMs = 1000;   // polls without one (a limit may appear)
+// Files per pass: the pool and dedicated files of 256 MiB or more each, so
+// 256 covers 64 GiB of dedicated regions; files past it are left to the
+// kernel's flushers.
+constexpr unsigned kMaxFiles = 256;
+constexpr uint64_t kMinTrigger = 16ull << 20;
+// Regions per pass whose page-table entries are dropped before writing (see
+// unmap_before_writing); regions past it are written while mapped.
+constexpr unsigned kMaxUnmapped = 512;
+// Unmapped per hold of the large lock: a few ms of page-table work, so an
+// allocating thread never waits long behind the pass.
+constexpr size_t kUnmapStep = 64ull << 20;
+
+std::atomic<bool> g_started{false};
+std::atomic<uint64_t> g_passes{0}, g_polls{0};
+
+uint64_t stat_value(const std::string &path, const char *key) {
+    char buf[8192];
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    size_t klen = strlen(key);
+    for (char *line = buf; line && *line;) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ' ') return strtoull(line + klen + 1, nullptr, 10);
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    return 0;
+}
+
+struct FileRange {
+    int fd; // a dup: ours to close
+    uint64_t lo, hi;
+};
+
+struct MappedRange {
+    const Region *r; // compared only, never dereferenced without the large lock
+    uintptr_t start;
+    size_t len;
+};
+
+// A region a pass may unmap and write: live, disk-backed, mapped shared, ours.
+bool writable_shared_disk(const Region *r) {
+    return r->backing == Backing::disk && r->file && !r->file->foreign && !r->is_private && !r->freed.load();
+}
+
+// Copies the disk-backed file ranges of live regions, one range per file
+// (a pool file's regions merged: freed ranges are holes, clean ranges cost
+// nothing to walk), and the address ranges of up to kMaxUnmapped of those
+// regions (for unmap_before_writing). Holds the large lock only for the copy.
+unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped) {
+    const SpillFile *files[kMaxFiles];
+    unsigned n = 0;
+    *n_mapped = 0;
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (Region *r = registry_first(); r; r = r->next) {
+        SpillFile *f = r->file;
+        if (!writable_shared_disk(r)) continue;
+        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        unsigned i = 0;
+        while (i < n && files[i] != f) i++;
+        if (i < n) {
+            if (r->file_off < out[i].lo) out[i].lo = r->file_off;
+            if (r->file_off + r->map_len > out[i].hi) out[i].hi = r->file_off + r->map_len;
+            continue;
+        }
+        if (n == cap) continue;
+        int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
+        if (fd < 0) continue;
+        files[n] = f;
+        out[n++] = {fd, r->file_off, r->file_off + r->map_len};
+    }
+    return n;
+}
+
+// Writeback write-protects every dirty page it cleans that is still mapped
+// (folio_mkclean): one TLB shootdown per folio, to every CPU running the
+// job. At read_ahead_kb 128 a fill's folios are 4 KiB, and a 1 GiB fill in a
+// 256 MiB cgroup took 11.8 s with the pacer against 3.8 s without it
+// (perf: flush_tlb_mm_range under mpage_map_and_submit_buffers). Reclaim
+// avoids that by unmapping first, in batches; so does the pacer:
+// MADV_DONTNEED on a shared file mapping drops only page-table entries (a
+// dirty bit moves to its page-cache page, the bytes stay in the file's
+// pages), with one flush per batch, and writeback then finds no mapping to
+// clean. A page used again maps back with a minor fault (a written page
+// took a write fault after writeback anyway). Only live, shared, disk
+// mappings, checked under the large lock around each step: on a private
+// or anonymous mapping MADV_DONTNEED would discard data, and under the lock
+// no region can be freed, created or remapped private at that address (a
+// move maps files MAP_SHARED over it: harmless too).
+void unmap_before_writing(const MappedRange *mapped, unsigned n) {
+    for (unsigned i = 0; i < n; i++) {
+        for (size_t off = 0; off < mapped[i].len; off += kUnmapStep) {
+            std::lock_guard<std::mutex> guard(large_lock());
+            const Region *live = registry_first();
+            while (live && live != mapped[i].r) live = live->next;
+            if (!live || live->start != mapped[i].start || live->map_len != mapped[i].len ||
+                !writable_shared_disk(live))
+                break;
+            size_t step = mapped[i].len - off < kUnmapStep ? mapped[i].len - off : kUnmapStep;
+            madvise((void *)(mapped[i].start + off), step, MADV_DONTNEED); // EINVAL if mlocked: left mapped
+        }
+    }
+}
+
+long period_ms(const DirtyFigures &f) { return f.limited ? kPeriodMs : kIdlePeriodMs; }
+
+void *writeback_main(void *) {
+    struct sched_param sp = {}; // its wake-ups never preempt the application
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+    for (;;) {
+        DirtyFigures f = read_dirty_figures();
+        g_polls.fetch_add(1, std::memory_order_relaxed);
+        if (writeback_due(f)) writeback_pass(false);
+        long ms = period_ms(f);
+        timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+        nanosleep(&ts, nullptr);
+    }
+    return nullptr;
+}
+} // namespace
+
+DirtyFigures read_dirty_figures() {
+    DirtyFigures d;
+    MemoryFigures m = read_memory_figures();
+    if (!m.limited) return d;
+    d.limited = true;
+    d.limit = m.limit;
+    d.usage = m.usage;
+    std::string stat = m.where + "/memory.stat";
+    // v1 names its hierarchical totals total_*; v2's figures are hierarchical.
+    bool v1 = m.where.rfind("/sys/fs/cgroup/memory", 0) == 0;
+    d.dirty = stat_value(stat, v1 ? "total_dirty" : "file_dirty");
+    d.writeback = stat_value(stat, v1 ? "total_writeback" : "file_writeback");
+    return d;
+}
+
+uint64_t writeback_trigger_bytes(uint64_t limit) {
+    uint64_t t = limit / 16;
+    return t > kMinTrigger ? t : kMinTrigger;
+}
+
+bool writeback_due(const DirtyFigures &f) {
+    if (!f.limited || f.dirty <= writeback_trigger_bytes(f.limit)) return false;
+    uint64_t room = f.limit > f.usage ? f.limit - f.usage : 0;
+    return room < 2 * f.dirty;
+}
+
+unsigned writeback_pass(bool wait) {
+    FileRange ranges[kMaxFiles];
+    MappedRange mapped[kMaxUnmapped];
+    unsigned n_mapped = 0;
+    unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped);
+    unmap_before_writing(mapped, n_mapped);
+    unsigned flags = SYNC_FILE_RANGE_WRITE;
+    if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    for (unsigned i = 0; i < n; i++) {
+        // Errors (EIO, a file shrunk under us) are the kernel's to report
+        // at the next fsync or fault; the flushers will try again anyway.
+        sync_file_range(ranges[i].fd, (off64_t)ranges[i].lo, (off64_t)(ranges[i].hi - ranges[i].lo), flags);
+        close(ranges[i].fd);
+    }
+    if (n) g_passes.fetch_add(1, std::memory_order_relaxed);
+    return n;
+}
+
+void writeback_notice() {
+    if (g_started.load(std::memory_order_relaxed)) return;
+    // Without a memory limit the kernel's flushers suffice: no thread (the
+    // next disk region asks again; headroom is cached for a few ms).
+    if (memory_headroom() == UINT64_MAX || g_started.exchange(true)) return;
+    start_background_thread(writeback_main, "spillway-wb", 128 * 1024);
+}
+
+void writeback_after_fork_child() {
+    // The thread did not survive fork; the inherited files are the parent's.
+    g_started.store(false);
+}
+
+uint64_t writeback_passes() { return g_passes.load(); }
+uint64_t writeback_polls() { return g_polls.load(); }
+
+} // namespace spillway

@@ -1,0 +1,28 @@
+# packages.sh — the Debian 12 packages spillway needs, as two named lists
+# (sourced by tools/setup-deps.sh).
+#
+# DEMO_PACKAGES: what tools/demo.sh needs and nothing more: the build tools,
+# the shim's three libraries (mimalloc, libunwind, toml++ headers), the
+# tool's JSON reader (nlohmann-json, headers) and numpy
+# for the demo's job. Installed with --no-install-recommends, they pull in
+# only their own dependencies (about 100 packages on a minimal Debian 12).
+DEMO_PACKAGES=(
+  meson ninja-build pkg-config g++
+  libmimalloc-dev libunwind-dev libtomlplusplus-dev
+  nlohmann-json3-dev  # the spillway tool reads JSON with it (tools/cli/json.h)
+  python3-numpy
+)
+
+# TEST_PACKAGES: what the test suites add (tools/test-all.sh installs both
+# lists).
+TEST_PACKAGES=(
+  build-essential catch2
+  python3-torch
+  docker.io e2fsprogs util-linux procps
+  libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
+  libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
+  python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
+  chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
+  # tools/package.sh (the .deb and the wheel) and tests/packaging (venvs, a debootstrap root)
+  dpkg-dev debhelper dh-python lintian python3-mesonpy python3-pip python3-venv debootstrap
+)

@@ -22,6 +22,11 @@ inline constexpr char bytes[] = "bytes";           // by backing, cumulative
 inline constexpr char peak_bytes[] = "peak_bytes"; // by backing
 inline constexpr char live_bytes_at_exit[] = "live_bytes_at_exit";
 inline constexpr char fallbacks[] = "fallbacks"; // exit line: by reason; live snapshot: the total
+// The reasons, in the order of backing.h's Fallback (backing.cpp checks it).
+inline constexpr const char *kFallbackNames[] = {"no_space",     "quota",          "unsupported",
+                                                 "io_error",     "too_big",        "no_spill_dir",
+                                                 "too_many_files", "memfd_failed", "map_failed",
+                                                 "arena_full",   "other"};
 inline constexpr char frees[] = "frees";
 inline constexpr char reallocs_in_place[] = "reallocs_in_place";
 inline constexpr char reallocs_moved[] = "reallocs_moved";
@@ -30,6 +35,14 @@ inline constexpr char promotions[] = "promotions";
 inline constexpr char promoted_bytes[] = "promoted_bytes";
 inline constexpr char demotions[] = "demotions";
 inline constexpr char demoted_bytes[] = "demoted_bytes";
+inline constexpr char failed_promotions[] = "failed_promotions"; // the shim warned why
+inline constexpr char failed_demotions[] = "failed_demotions";
+// The writeback pacer (shim/engine/tiering/writeback.h), an object of its own.
+inline constexpr char writeback[] = "writeback";
+inline constexpr char passes[] = "passes";
+inline constexpr char written_back_bytes[] = "written_back_bytes";
+inline constexpr char unmapped_bytes[] = "unmapped_bytes";
+inline constexpr char pass_ms[] = "pass_ms";
 inline constexpr char sites[] = "sites";
 
 // The live snapshot (pid, peak_bytes and fallbacks as above).

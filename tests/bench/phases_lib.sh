@@ -9,12 +9,16 @@ LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
 
 lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }
 
-# lib_loopfs BYTES: an ext4 image of BYTES under /var/tmp on a loop device
-# with direct I/O (its reads reach the disk, not the host page cache twice),
-# mounted with discard (deleted files give their blocks back to the image).
+# lib_loopfs BYTES [MOUNT_OPTIONS]: an ext4 image of BYTES under /var/tmp on a
+# loop device with direct I/O (its reads reach the disk, not the host page
+# cache twice), mounted with MOUNT_OPTIONS, by default discard (deleted files
+# give their blocks back to the image). Measured (jobs.sh, graph job): with
+# discard, the close of a freed 512 MiB spill file sent a discard that the
+# loop device turned into a hole punch in the image, and every read of the
+# spill filesystem waited behind it: the job sat 60 s in filemap_read_folio.
 # Sets LIB_MNT, LIB_LOOP (/dev/loopN) and LIB_DEV (loopN).
 lib_loopfs() {
-    local bytes=$1
+    local bytes=$1 options=${2:-discard}
     LIB_IMG=/var/tmp/$LIB_TAG.img
     LIB_MNT=/var/tmp/$LIB_TAG.mnt
     truncate -s "$bytes" "$LIB_IMG"
@@ -22,35 +26,38 @@ lib_loopfs() {
     LIB_LOOP=$(losetup --direct-io=on --find --show "$LIB_IMG")
     LIB_DEV=${LIB_LOOP#/dev/}
     mkdir -p "$LIB_MNT"
-    mount -o discard "$LIB_LOOP" "$LIB_MNT"
+    mount -o "$options" "$LIB_LOOP" "$LIB_MNT"
     chmod 0700 "$LIB_MNT"
     LIB_RA_OLD=$(cat "/sys/block/$LIB_DEV/queue/read_ahead_kb")
     local dio; dio=$(cat "/sys/block/$LIB_DEV/loop/dio" 2>/dev/null || echo ?)
     [ "$dio" = 1 ] || lib_log "warning: $LIB_LOOP has dio=$dio: its reads may be served by the host page cache"
-    lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio)"
+    lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio, $options)"
 }
 
 lib_set_ra() { echo "$1" > "/sys/block/$LIB_DEV/queue/read_ahead_kb"; }
 
 lib_cgroup_fs() { [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && echo v2 || echo v1; }
 
-# lib_cgroup NAME LIMIT_BYTES: prints the path of a new memory cgroup (no
-# swap either, so swap cannot hide the limit). LIMIT_BYTES 0: no limit.
+# lib_cgroup NAME LIMIT_BYTES [swap]: prints the path of a new memory cgroup
+# (no swap either, so swap cannot hide the limit). LIMIT_BYTES 0: no limit.
+# "swap": the cgroup may swap without bound beyond its limit (v1:
+# memory.memsw.limit_in_bytes left unlimited; v2: memory.swap.max "max"),
+# as Docker's --memory-swap -1 gives; swap must then be enabled by the caller.
 lib_cgroup() {
-    local name=$1 limit=$2 cg
+    local name=$1 limit=$2 swap=${3:-} cg
     if [ "$(lib_cgroup_fs)" = v2 ]; then
         cg=/sys/fs/cgroup/$LIB_TAG-$name
         mkdir "$cg"
         if [ "$limit" != 0 ]; then
             echo "$limit" > "$cg/memory.max"
-            [ -f "$cg/memory.swap.max" ] && echo 0 > "$cg/memory.swap.max"
+            [ -f "$cg/memory.swap.max" ] && echo "$([ "$swap" = swap ] && echo max || echo 0)" > "$cg/memory.swap.max"
         fi
     else
         cg=/sys/fs/cgroup/memory/$LIB_TAG-$name
         mkdir "$cg"
         if [ "$limit" != 0 ]; then
             echo "$limit" > "$cg/memory.limit_in_bytes"
-            [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
+            [ "$swap" != swap ] && [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$limit" > "$cg/memory.memsw.limit_in_bytes"
         fi
     fi
     echo "$cg"

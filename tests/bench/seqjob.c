@@ -7,10 +7,13 @@
  * write back and evict.
  *
  * usage: seqjob TOTAL CHUNK
- * Prints "SEQJOB write_s=... read_s=... total_s=..." on stderr; exit 1 on
- * a verification error.
+ * Prints "SEQJOB write_s=... read_s=... total_s=..." on stderr, and for
+ * jobs.sh the phases (write, read) as JOBPHASE lines and the count of bad
+ * words as JOBRESULT on stdout (jobs/jobphase.h); exit 1 on a verification
+ * error.
  */
 #include "common.h"
+#include "jobs/jobphase.h"
 
 static inline uint64_t pattern(size_t chunk, size_t i) { return (i * 0x9E3779B97F4A7C15ull) ^ chunk; }
 
@@ -22,6 +25,8 @@ int main(int argc, char **argv) {
     size_t total = parse_size(argv[1]), chunk = parse_size(argv[2]);
     size_t n = total / chunk, words = chunk / 8;
     uint64_t **buf = calloc(n, sizeof *buf);
+    struct jobphase p;
+    jobphase_begin(&p, "live", "write");
     uint64_t t0 = now_ns();
     for (size_t c = 0; c < n; c++) {
         buf[c] = malloc(chunk);
@@ -32,10 +37,14 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < words; i++) buf[c][i] = pattern(c, i);
     }
     uint64_t t1 = now_ns();
+    jobphase_end(&p);
+    jobphase_begin(&p, "live", "read");
     uint64_t bad = 0;
     for (size_t c = 0; c < n; c++)
         for (size_t i = 0; i < words; i++) bad += buf[c][i] != pattern(c, i);
     uint64_t t2 = now_ns();
+    jobphase_end(&p);
+    printf("JOBRESULT job=live value=%llu\n", (unsigned long long)bad);
     for (size_t c = 0; c < n; c++) free(buf[c]);
     free(buf);
     fprintf(stderr, "SEQJOB write_s=%.3f read_s=%.3f total_s=%.3f bad_words=%llu\n", (t1 - t0) / 1e9,

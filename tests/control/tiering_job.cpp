@@ -21,6 +21,14 @@
 //       VM, issue 25), then waits 500 ms (five looks of the controller);
 //       prints its backing, whether the kernel's maps agree over its whole
 //       range, and whether it is intact.
+//   learn-pair DATASET_MIB TABLE_MIB WRITES_M
+//       the pair of issue 26's learning without memory pressure: fills a
+//       DATASET region in order, fills a TABLE region in order with an
+//       empty marker (a hash table's initialisation: every page mapped
+//       before any scatter), then writes WRITES_M million random 8-byte
+//       words into the TABLE, then reads the DATASET back in order; each
+//       region from its own call site. Prints each region's backing at
+//       allocation, the phases' times, and whether every byte is intact.
 //   want-promotion REGION_MIB SECONDS
 //       a disk region written at random for SECONDS, 8 words every 5 ms
 //       (enough for the detector, few enough pages that the run does not
@@ -65,6 +73,8 @@ uint64_t mix(uint64_t x) {
 // Separate functions: separate call sites, as a real job's two buffers.
 __attribute__((noinline)) uint64_t *alloc_dataset(size_t n) { return (uint64_t *)malloc(n); }
 __attribute__((noinline)) uint64_t *alloc_scatter(size_t n) { return (uint64_t *)malloc(n); }
+__attribute__((noinline)) uint64_t *alloc_pair_dataset(size_t n) { return (uint64_t *)malloc(n); }
+__attribute__((noinline)) uint64_t *alloc_pair_table(size_t n) { return (uint64_t *)malloc(n); }
 
 int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
     size_t dn = dataset_mib * MiB / 8, sn = scatter_mib * MiB / 8;
@@ -108,6 +118,46 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
         if (data[i] != mix(i)) bad++;
     printf("touched_words=%zu\nbad_words=%zu\nintact=%d\n", touched, bad, bad == 0 && touched > sn / 4);
     free(scatter);
+    free(data);
+    return 0;
+}
+
+int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
+    size_t dn = dataset_mib * MiB / 8, tn = table_mib * MiB / 8;
+    uint64_t *data = alloc_pair_dataset(dn * 8);
+    uint64_t *table = alloc_pair_table(tn * 8);
+    if (!data || !table) return 3;
+    printf("dataset_backing=%d\ntable_backing=%d\n", spillway_backing(data), spillway_backing(table));
+    fflush(stdout);
+    auto t = Clock::now();
+    for (size_t i = 0; i < dn; i++) data[i] = mix(i);
+    printf("fill_ms=%.0f\n", ms_since(t));
+    t = Clock::now();
+    constexpr uint64_t kEmpty = ~0ull;
+    for (size_t i = 0; i < tn; i++) table[i] = kEmpty;
+    printf("table_init_ms=%.0f\n", ms_since(t));
+    t = Clock::now();
+    uint64_t x = 88172645463325252ull;
+    for (size_t k = 0; k < writes_m * 1000000; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t i = x % tn;
+        table[i] = mix(i) + 1;
+    }
+    printf("scatter_ms=%.0f\n", ms_since(t));
+    t = Clock::now();
+    size_t bad = 0, touched = 0;
+    for (size_t i = 0; i < dn; i++)
+        if (data[i] != mix(i)) bad++;
+    printf("read_back_ms=%.0f\n", ms_since(t));
+    for (size_t i = 0; i < tn; i++) {
+        if (table[i] != kEmpty) touched++;
+        if (table[i] != kEmpty && table[i] != mix(i) + 1) bad++;
+    }
+    printf("dataset_truth=%s\ntable_truth=%s\n", truth(data).c_str(), truth(table).c_str());
+    printf("touched_words=%zu\nbad_words=%zu\nintact=%d\n", touched, bad, bad == 0 && touched > tn / 4);
+    free(table);
     free(data);
     return 0;
 }
@@ -220,6 +270,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     if (argc == 5 && strcmp(argv[1], "first-run") == 0)
         return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if (argc == 5 && strcmp(argv[1], "learn-pair") == 0)
+        return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
     if ((argc == 5 || argc == 6) && strcmp(argv[1], "growth") == 0)
         return growth(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10),
                       argc == 6 ? strtoull(argv[5], 0, 10) : 1);

@@ -13,7 +13,8 @@
 // as anything maps more than one page per fault.
 //
 // Invariants: nothing here allocates, locks or makes a system call except
-// read_presence (one ioctl or pread loop on /proc/self/pagemap).
+// read_presence (one ioctl or pread loop on /proc/self/pagemap) and
+// page_mapping (one ioctl or pread).
 #pragma once
 
 #include <cstddef>
@@ -93,5 +94,12 @@ uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t mi
 // pagemap_fd is an open /proc/self/pagemap; -1 on error.
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow);
+
+// How this process maps the page at addr: kPageMapped if at all, plus
+// kPageHuge if by a huge page-table entry (unmapping 4 KiB of a file's
+// huge mapping unmaps all 2 MiB of it: the probes avoid such pages; only
+// PAGEMAP_SCAN says, so without it no page is reported huge); -1 on error.
+constexpr int kPageMapped = 1, kPageHuge = 2;
+int page_mapping(int pagemap_fd, uintptr_t addr);
 
 } // namespace spillway

@@ -1,0 +1,102 @@
+// probe_rules.h — the rules of the probe method: where a region's probes
+// go, how they stay hidden from the presence detector, and what two
+// windows of touches say about how the region is accessed. Pure functions;
+// page_probes.h carries the method out, the sampler schedules it.
+//
+// Why probes: without a memory limit nothing is evicted, so once every
+// page of a region is mapped, page-table presence (access_detector.h)
+// never changes again and a scatter site is never seen. The sampler then
+// unmaps a sample of the region's pages from this process's page table
+// (MADV_DONTNEED on a MAP_SHARED file mapping: the page stays in the page
+// cache, dirty or clean, and no byte is lost); the next access to one, a
+// read or a write, by the program or by the kernel on its behalf, maps it
+// back with a minor fault, which pagemap shows.
+//
+// How touches tell access apart, with no timing assumption: two windows
+// back to back, and which probes were touched in each. A pass in order
+// touches a page once per pass, so a probe touched in the first window is
+// not touched again in the second: the front has moved on, however many
+// fronts (threads filling slices) there are. Random access touches each
+// probe independently of the last window: a probe touched in the first is
+// touched in the second as often as any other, T1*T2/K of them expected.
+// That holds while neither window saw half the probes (more, and one pass
+// could have wrapped round into the other window: windows are shortened)
+// and while enough were touched to count (fewer: windows are lengthened).
+//
+// Invariants: nothing here allocates, locks or calls the kernel.
+#pragma once
+
+#include "access/access_detector.h" // PageRun, Verdict
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spillway {
+
+// At most this many probes per region: enough for T1*T2/K to reach
+// kMinExpected when a fifth of the probes are touched per window, few
+// enough that a window costs the program at most 128 minor faults.
+constexpr uint32_t kMaxProbes = 128;
+// One probe per aligned 16-page block at most: a read fault maps the
+// other absent pages of its 64 KiB block (fault-around), never a probe of
+// another block. With fewer than kMinProbes probes the counts cannot
+// reach kMinExpected (T1*T2/K is at most K/4): the region is not probed.
+constexpr uint64_t kProbeBlockPages = 16;
+constexpr uint32_t kMinProbes = 32;
+// Touches expected in both windows at random before any verdict.
+constexpr double kMinExpected = 8;
+// Runs of touched probes (both windows together) before a random verdict
+// from windows that saw more than half the probes (each front of a pass
+// in order leaves one run per window; a single pass also repeats nothing).
+constexpr uint32_t kMinSpreadRuns = 8;
+
+// How many probes a region of `pages` pages gets (0: too small), and the
+// stride of their strata: probe i lies in [i*stride, (i+1)*stride), a
+// whole number of 16-page blocks.
+uint32_t probe_count(uint64_t pages);
+uint64_t probe_stride(uint64_t pages);
+
+// The page of probe i, from a random number: anywhere in its stratum, so
+// that no regular stride of the program lines up with the probes.
+uint64_t probe_page(uint64_t pages, uint32_t i, uint64_t random);
+
+// Adds the probe pages (sorted page indexes of the region) that fall in
+// [lo, hi) to runs (sorted, disjoint, relative to lo) as present, merging,
+// into out[cap]; returns the count, or -1 when out is too small. The
+// presence detector reads the result: a probe's own unmapping and
+// re-mapping is never news to it.
+long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, size_t k, uint64_t lo,
+                      uint64_t hi, PageRun *out, size_t cap);
+
+// What one probing cycle counted: of `probes` unmapped, `first` touched in
+// the first window, `second` in the second (all probes unmapped again at
+// its start), `both` in both; `*_runs`: runs of consecutive probes touched
+// in each window (probe order is address order).
+struct ProbeCounts {
+    uint32_t probes = 0;
+    uint32_t first = 0, second = 0, both = 0;
+    uint32_t first_runs = 0, second_runs = 0;
+};
+
+enum class WindowChange : uint8_t { keep, shorter, longer };
+
+struct ProbeReading {
+    Verdict verdict = Verdict::undecided;
+    WindowChange change = WindowChange::keep;
+    double expected = 0; // touched in both, expected at random
+};
+
+// The verdict: random when the windows' touches are as independent as
+// random access makes them (both >= expected / 2) and spread (many short
+// runs, not one busy spot beside a stream); sequential when almost none
+// repeats (both <= expected / 10); undecided otherwise, or when expected
+// is below kMinExpected (longer windows, if a window saw few). A window
+// that saw more than half the probes asks for shorter windows, and can
+// only be random (a pass in order may have wrapped round: repeats prove
+// nothing, runs still do); one that saw nine tenths says nothing.
+ProbeReading read_probes(const ProbeCounts &c);
+
+// Runs of consecutive set bits among the first k bits of bits.
+uint32_t touched_runs(const uint64_t *bits, uint32_t k);
+
+} // namespace spillway

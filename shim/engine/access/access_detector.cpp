@@ -165,6 +165,12 @@ Verdict classify_tick(const TickEvidence &e) {
     return Verdict::undecided;
 }
 
+Verdict classify_first_look(const TickEvidence &e) {
+    if (e.new_islands < kFirstLookMinIslands) return Verdict::undecided;
+    if (e.new_pages > e.new_islands * kIslandMaxPages) return Verdict::undecided;
+    return e.longest_new * 4 < e.new_pages ? Verdict::random : Verdict::undecided;
+}
+
 bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages) {
     if (!e.new_islands) return false;
     uint64_t need = std::max<uint64_t>(kClusterMinPages, readahead_pages / 16);

@@ -77,6 +77,16 @@ Verdict classify_tick(const TickEvidence &e);
 constexpr uint64_t kClusterMinPages = 64;
 bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages);
 
+// The verdict of a fresh region's first look, where every page present
+// was touched since its birth but not when: random when the present pages
+// lie in at least kFirstLookMinIslands short islands (a pass in order, or
+// a few threads' passes, leave one run each, however far they got; a
+// whole region present says nothing, since a scatter covering it leaves
+// the same); undecided otherwise. Catches a scatter that ended before the
+// sampler's first tick (python_sites: 20000 writes in 128 MiB take 5 ms).
+constexpr uint64_t kFirstLookMinIslands = 64;
+Verdict classify_first_look(const TickEvidence &e);
+
 // Whether this tick's longest new run starts where the last tick's ended
 // (within fault-around, 16 pages) and dominates what appeared: a stream too
 // slow to leave kStreamMinPages in one tick (4 KiB faults at a loaded

@@ -58,6 +58,9 @@ constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 // ones are contiguous slices read in random order (update_clustered).
 constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 
+// A first look later than this after birth is no evidence (classify_first_look):
+// under a memory limit, reclaim may have shredded what a pass left.
+constexpr uint64_t kFirstLookMaxAgeNs = 1'000'000'000;
 bool g_learn = false; // sampler_init: [profile] learn
 bool g_probe = false; // sampler_init: [profile] learn and probe
 // Regions probed at once, at most: each costs the thread a few hundred
@@ -101,6 +104,7 @@ struct Track {
     int advice_published = -1;
     uint32_t rate_published = UINT32_MAX;
     bool shared_file = false; // mapped shared over a file of this process (probes may unmap its pages)
+    bool reused = false;      // from the recycle cache: its first look is no evidence (region.h)
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
 };
@@ -109,6 +113,11 @@ Track *g_tracks = nullptr, *g_next_tracks = nullptr;
 size_t g_track_count = 0;
 PageRun *g_runs = nullptr, *g_all_runs = nullptr;
 uint64_t g_last_faults = 0, g_last_probe_faults = 0;
+// A region was too young to track at the last refresh: the next tick
+// refreshes whether or not faults moved. Its faults may all have been
+// counted already (a scatter done in 5 ms, then quiet), and its first look
+// is all there is to see (classify_first_look).
+bool g_young_waiting = false;
 uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
 
 // What a tick decided for one track, applied to its live region by
@@ -165,6 +174,7 @@ bool refresh_tracks(uint64_t now) {
         if (!g_tracks || !g_next_tracks || !g_runs || !g_publications) return false;
     }
     size_t n = 0;
+    g_young_waiting = false;
     {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r && n < kMaxTracks; r = r->next) {
@@ -172,7 +182,10 @@ bool refresh_tracks(uint64_t now) {
             // as much as the parent's (the fork sequence, fork_safety.h,
             // starts this thread in such a child).
             if (r->backing != Backing::disk || r->freed.load()) continue;
-            if (now - r->born_ns < kMinAgeNs) continue;
+            if (now - r->born_ns < kMinAgeNs) {
+                g_young_waiting = true;
+                continue;
+            }
             Track &t = g_next_tracks[n++];
             t = Track();
             t.start = r->start;
@@ -184,6 +197,7 @@ bool refresh_tracks(uint64_t now) {
             t.advice_pinned = r->advice_pinned;
             t.cache_managed = r->cache_managed.load(std::memory_order_acquire);
             t.shared_file = r->file && !r->file->foreign && !r->is_private;
+            t.reused = r->reused;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -509,7 +523,19 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.present_pages = 0;
         for (long i = 0; i < n; i++) t.present_pages += runs[i].count;
     }
-    if (first) return; // what was present before we looked is not this tick's news
+    if (first) {
+        // What was present before we looked is not this tick's news; but in
+        // a fresh region it is all the site's doing since birth, and a
+        // scatter that ended before this look leaves nothing else to see.
+        if (!t.reused && span.lo == 0 && span.hi == t.pages && now - t.born <= kFirstLookMaxAgeNs &&
+            classify_first_look(e) == Verdict::random)
+            teach_site(t.site, Verdict::random, now - t.born, [&](char *out, size_t cap) {
+                snprintf(out, cap, "%llu islands of %llu pages at the first look, %.2f s after allocation",
+                         (unsigned long long)e.new_islands, (unsigned long long)e.new_pages,
+                         (now - t.born) / 1e9);
+            });
+        return;
+    }
     Verdict v = classify_tick(e);
     SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
             (void *)t.start, (unsigned long long)e.new_pages, (unsigned long long)e.new_islands,
@@ -588,7 +614,7 @@ uint64_t tick(uint64_t now) {
     bool any_stream = false;
     for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
     g_last_probe_faults = probe_faults;
-    if (!faults_moved && !any_stream) {
+    if (!faults_moved && !any_stream && !g_young_waiting) {
         g_last_faults = faults;
         return kPeriodNs; // nothing moved
     }

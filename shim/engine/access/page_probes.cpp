@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mimalloc.h>
 #include <mutex>
 #include <new>
@@ -21,7 +22,7 @@ namespace {
 constexpr uint64_t kPage = 4096;
 constexpr size_t kWords = kMaxProbes / 64;
 constexpr uint64_t kFirstWindowNs = 8'000'000;
-constexpr uint64_t kMinWindowNs = 1'000'000;
+constexpr uint64_t kMinWindowNs = 250'000; // the timer's slack is 50 us
 constexpr uint64_t kMaxWindowNs = 500'000'000;
 constexpr uint64_t kRestNs = 200'000'000;          // between cycles, at least
 constexpr uint64_t kIdleRestNs = 400'000'000;      // after a cycle that saw nothing, doubling...
@@ -65,6 +66,18 @@ uint32_t runs_among(const ProbeSet &s, const uint64_t *bits) {
             k++;
         }
     return touched_runs(packed, k);
+}
+
+// How much shorter the next windows are, when a window saw more than half
+// the probes: to where a third would be touched if access is random (a
+// probe is touched in a window of length w with probability 1 - e^(-rate*w)),
+// halving at least; every cycle spent finding the length costs the program
+// a rest's worth of probe faults (measured: the scatter saw 123 of
+// 128 probes in an 8 ms window; halving took four cycles, 2 s of rests).
+double shorter_by(const ProbeCounts &c) {
+    double f = (double)std::max(c.first, c.second) / c.probes;
+    if (f >= 1) return 1.0 / 16;
+    return std::clamp(std::log(1 - 1.0 / 3) / std::log(1 - f), 1.0 / 16, 0.5);
 }
 
 // Places a probe in each stratum that has none, at a random page mapped
@@ -249,13 +262,14 @@ ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t 
     out.second_cpu_ns = cpu_ns - s.opened_cpu_ns;
     out.reading = read_probes(c);
     s.counts = c;
-    if (out.reading.change == WindowChange::shorter) s.window_ns = std::max(kMinWindowNs, s.window_ns / 2);
+    if (out.reading.change == WindowChange::shorter)
+        s.window_ns = std::max(kMinWindowNs, (uint64_t)((double)s.window_ns * shorter_by(c)));
     if (out.reading.change == WindowChange::longer) s.window_ns = std::min(kMaxWindowNs, s.window_ns * 2);
     Verdict v = out.reading.verdict;
     if (v != Verdict::undecided) {
         s.votes = v == s.vote ? (uint8_t)std::min(s.votes + 1, 2) : 1;
         s.vote = v;
-        if (s.votes >= 2) out.agreed = v;
+        if (s.votes >= 2 || out.reading.strong) out.agreed = v;
     }
     // Rest: long enough that the regions being touched cost the program at
     // most kProbeTouchesPerS faults between them; longer while nothing is

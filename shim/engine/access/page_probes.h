@@ -88,7 +88,8 @@ struct ProbeSet {
 };
 
 // What a cycle ended with: its reading, and a verdict once two cycles in a
-// row agreed (learn it); undecided otherwise.
+// row agreed, or one strong random reading (probe_rules.h), to be learned;
+// undecided otherwise.
 struct ProbeResult {
     bool judged = false; // a second window closed
     ProbeReading reading;

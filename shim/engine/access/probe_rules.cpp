@@ -81,8 +81,10 @@ ProbeReading read_probes(const ProbeCounts &c) {
         // random access many short ones.
         out.change = WindowChange::shorter;
         if (independent && spread_out && out.expected >= kMinExpected &&
-            c.first_runs + c.second_runs >= kMinSpreadRuns)
+            c.first_runs + c.second_runs >= kMinSpreadRuns) {
             out.verdict = Verdict::random;
+            out.strong = out.expected >= kStrongExpected;
+        }
         return out;
     }
     if (out.expected < kMinExpected) {
@@ -93,7 +95,10 @@ ProbeReading read_probes(const ProbeCounts &c) {
         return out;
     }
     if ((double)c.both * 10 <= out.expected) out.verdict = Verdict::sequential;
-    else if (independent && spread_out) out.verdict = Verdict::random;
+    else if (independent && spread_out) {
+        out.verdict = Verdict::random;
+        out.strong = out.expected >= kStrongExpected;
+    }
     return out;
 }
 

@@ -331,7 +331,7 @@ void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_n
     });
 }
 
-// What two probe cycles in a row agreed on (page_probes.h), with the last
+// What the probes agreed on (page_probes.h: two cycles, or one strong one), with the last
 // one's counts as evidence.
 void learn_site_from_probes(CallSite *site, const ProbeResult &p, uint64_t age_ns) {
     teach_site(site, p.agreed, age_ns, [&](char *out, size_t cap) {

@@ -8,7 +8,8 @@
 # Debian 12 root) and the Docker integration suite.
 #
 # One line when a suite starts and one when it ends (its time, passed,
-# failed, and on failure the failing tests' names and the log to read);
+# failed, and on failure the failing tests' names, the log to read and an
+# excerpt of what the failure printed); a first line gives the machine;
 # apt's, the build's and every suite's full output go to log files under
 # one directory, named at the start and kept only when something failed
 # (or the dependencies or the build did). Ends with one line "N passed, N failed"
@@ -31,6 +32,32 @@ done
 logs=$(mktemp -d /var/tmp/spillway-test-all.XXXXXX)
 echo "test-all: full output of every step in $logs/ (removed at the end if everything passed)"
 all_start=$SECONDS
+
+# The machine, in one line: what a failure on a machine nobody has seen
+# depends on (the spill disk's read-ahead, swap, the load, the cgroup version).
+machine_facts() {
+    local dev ra swap cg
+    dev=$(df --output=source /var/tmp 2>/dev/null | tail -1); dev=${dev##*/}
+    ra=$(cat "/sys/class/block/${dev%%[0-9]*}/queue/read_ahead_kb" 2>/dev/null ||
+         cat "/sys/class/block/$dev/queue/read_ahead_kb" 2>/dev/null || echo "?")
+    swap=$(awk 'NR > 1 {kib += $3} END {print kib ? int(kib / 1024) " MiB" : "none"}' /proc/swaps)
+    cg=v1; [ -f /sys/fs/cgroup/cgroup.controllers ] && cg=v2
+    echo "test-all: machine: $(nproc) CPUs, $(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo) GiB," \
+         "kernel $(uname -r), cgroup $cg, /var/tmp on $dev (read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+machine_facts
+
+# What a failure printed, so that a CI page showing only this output says
+# why: each failing meson test's own output (its first and last lines), or
+# the tail of a suite's log.
+excerpt_meson_failures() { # LOG
+    awk '/^ *[0-9]+\/[0-9]+ .* (FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS) / { on = 1; n = 0 }
+         on { block[n++] = $0 }
+         on && n > 1 && /^――――――――――/ && !/✀/ {
+             for (i = 0; i < n; i++) if (i < 32 || i >= n - 10) print "  | " substr(block[i], 1, 240); else if (i == 32) print "  | ..."
+             on = 0 }' "$1"
+}
+excerpt_tail() { tail -n 30 "$1" | sed 's/^/  | /'; }
 
 # step NAME LOG COMMAND...: a line when it starts and one when it ends.
 step() {
@@ -81,6 +108,7 @@ for suite in $suites; do
         bad=$((bad + 1)); names="${names:+$names, }meson test did not run"
     fi
     suite_end "$suite" $((SECONDS - t0)) "${ok:-0}" "$bad" "$names" "$log"
+    [ "$bad" -gt 0 ] && { excerpt_meson_failures "$log"; [ -n "$ok" ] || excerpt_tail "$log"; }
 done
 
 if [ "$packaging" = 1 ]; then
@@ -100,6 +128,7 @@ if [ "$packaging" = 1 ]; then
         extra=1; names="${names:+$names, }the suite itself (exit status $status)"
     fi
     suite_end "packaging" $((SECONDS - t0)) "${pkg_ok:-0}" $((${pkg_bad:-0} + extra)) "$names" "$log"
+    [ $((${pkg_bad:-0} + extra)) -gt 0 ] && excerpt_tail "$log"
 fi
 
 if [ "$integration" = 1 ]; then
@@ -119,6 +148,7 @@ if [ "$integration" = 1 ]; then
         extra=1; names="${names:+$names, }the suite itself (exit status $status)"
     fi
     suite_end "integration" $((SECONDS - t0)) $((scen_all - scen_bad)) $((scen_bad + extra)) "$names" "$log"
+    [ $((scen_bad + extra)) -gt 0 ] && excerpt_tail "$log"
 fi
 
 if [ "$failed" -eq 0 ]; then

@@ -24,7 +24,9 @@
 #include <cstddef>
 #include <sys/types.h>
 
+#include "settings_check.h"
 #include "spillway.h"
+#include "verdict_cache.h"
 
 namespace spillway {
 
@@ -55,15 +57,39 @@ namespace spillway {
       -EINVAL)                                                                                   \
     X(int, spillway_prepare_dir, (void), (), -ENOSYS)
 
-constexpr unsigned kEngineApiVersion = 2;
+constexpr unsigned kEngineApiVersion = 3;
+
+// What the front hands the engine's start-up (front/start_verdict.h says
+// how it decides): the settings as the process started with them, so the
+// engine judges exactly what the front saw, whenever it starts.
+struct StartRequest {
+    // The setting variables at start-up, in kSettingVariables' order
+    // (settings_check.h); nullptr: unset or empty. A later setenv changes
+    // nothing: the settings are the process's from its start.
+    const char *env[kSettingVariableCount] = {};
+    const char *on_error = nullptr; // SPILLWAY_ON_ERROR
+    // The text of the file SPILLWAY_CONFIG names, read once by the front;
+    // nullptr when it could not be (the engine then reads the file and
+    // says why it cannot).
+    const char *config_text = nullptr;
+    size_t config_len = 0;
+    // The settings were judged before main (by the front, or by `spillway
+    // run`): the job is running, so nothing may stop it now; what went bad
+    // since (the spill directory, the log file) is a warning and a fallback.
+    bool judged = false;
+    int log_fd = -1;            // the log file the front opened for judged settings, else -1
+    bool store_verdict = false; // put a good config's verdict in the cache (verdict_cache.h)
+    EngineIdentity engine;      // the engine file the front found, the cache's key
+};
 
 struct EngineApi {
     unsigned version; // kEngineApiVersion
     size_t size;      // sizeof(EngineApi)
     // Start-up (engine/startup.h, engine_startup): settings, spill
     // directory, arena, call sites, profile.
-    // true when large allocations are routed. A bad config exits 78 here.
-    bool (*start)();
+    // true when large allocations are routed. A bad config exits 78 here
+    // (unless the request says it was judged already).
+    bool (*start)(const StartRequest *request);
     void *(*large_allocate)(size_t size, size_t align, bool zero);
     void (*large_free)(void *p);
     void *(*large_realloc)(void *p, size_t size);

@@ -4,7 +4,8 @@
 // why there are two halves).
 //
 // Invariant: before the engine has started, g_large_threshold is SIZE_MAX
-// or the default threshold (front/engine_loader.cpp) and the arena is empty,
+// or the threshold judged before main (the default, or the job's:
+// front/engine_loader.cpp) and the arena is empty,
 // so arena::owns() is false for every pointer and free() never reaches the
 // engine.
 #include "front_state.h"

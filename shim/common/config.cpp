@@ -2,7 +2,10 @@
 // the preloaded library depends on no toml++ ABI.
 #include "config.h"
 
+#include "env_overrides.h"
+#include "settings_check.h"
 #include "size_parse.h"
+#include "spill_dir_check.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -17,26 +20,15 @@
 
 namespace spillway {
 
-std::string default_spill_dir() { return "/var/tmp/spillway-" + std::to_string(geteuid()); }
-
-const char *policy_name(Policy p) {
-    switch (p) {
-    case Policy::disk: return "disk";
-    case Policy::memory: return "memory";
-    case Policy::anon: return "anon";
-    case Policy::auto_: return "auto";
-    }
-    return "?";
+std::string default_spill_dir() {
+    char path[64];
+    default_spill_dir_text(path, sizeof path);
+    return path;
 }
 
-bool parse_policy(std::string_view text, Policy &out) {
-    if (text == "disk") out = Policy::disk;
-    else if (text == "memory") out = Policy::memory;
-    else if (text == "anon") out = Policy::anon;
-    else if (text == "auto") out = Policy::auto_;
-    else return false;
-    return true;
-}
+const char *policy_name(Policy p) { return policy_word(p); }
+
+bool parse_policy(std::string_view text, Policy &out) { return parse_policy_word(text.data(), text.size(), &out); }
 
 const char *access_name(Access a) {
     switch (a) {
@@ -47,19 +39,9 @@ const char *access_name(Access a) {
     return "?";
 }
 
-static const char *level_name(LogLevel l) {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    return names[static_cast<int>(l)];
-}
+static const char *level_name(LogLevel l) { return level_word(l); }
 
-static bool parse_level(std::string_view text, LogLevel &out) {
-    if (text == "error") out = LogLevel::error;
-    else if (text == "warn" || text == "warning") out = LogLevel::warn;
-    else if (text == "info") out = LogLevel::info;
-    else if (text == "debug") out = LogLevel::debug;
-    else return false;
-    return true;
-}
+static bool parse_level(std::string_view text, LogLevel &out) { return parse_level_word(text.data(), text.size(), &out); }
 
 namespace {
 
@@ -347,7 +329,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
     return std::nullopt;
 }
 
-static std::optional<std::string> read_file(const char *path, std::string &out) {
+std::optional<std::string> read_config_file(const char *path, std::string &out) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return std::string(path) + ": cannot read the config file named by SPILLWAY_CONFIG (" +
@@ -372,40 +354,56 @@ static std::optional<std::string> read_file(const char *path, std::string &out) 
     return std::nullopt;
 }
 
-std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_lookup) {
+std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_lookup, const LoadOptions &opts) {
     auto env = [&](const char *name) -> const char * {
         const char *v = env_lookup ? env_lookup(name) : getenv(name);
         return v && *v ? v : nullptr;
     };
     if (const char *path = env("SPILLWAY_CONFIG")) {
-        std::string text;
-        if (auto err = read_file(path, text)) return err;
+        std::string read;
+        std::string_view text;
+        if (opts.config_text) {
+            text = *opts.config_text;
+        } else {
+            if (auto err = read_config_file(path, read)) return err;
+            text = read;
+        }
+        if (opts.text_out) opts.text_out->assign(text);
         s.source = path;
         if (auto err = parse_config_text(text, path, s)) return err;
     }
+    if (opts.file_settings) *opts.file_settings = s;
+    // The variables' rules are env_overrides.cpp's, which the front runs too.
+    SimpleSettings view;
+    view.source = s.source.c_str();
+    view.threshold = s.threshold;
+    view.policy = s.policy;
+    view.log_level = s.log_level;
+    view.spill_dir = s.spill_dir.c_str();
+    view.spill_dir_given = s.spill_dir_given;
+    view.stats_file = s.stats_file.c_str();
+    // The longest message holds the source and one value, each written as one
+    // line (a control character may become two).
+    size_t cap = s.source.size() * 2 + 512;
+    for (const char *name : kSettingVariables)
+        if (const char *v = env(name)) cap += strlen(v) * 2;
+    std::string message(cap, '\0');
+    size_t needed = 0;
+    auto lookup = [](void *ctx, const char *name) -> const char * {
+        return (*static_cast<decltype(env) *>(ctx))(name);
+    };
+    if (!apply_env_overrides(&view, lookup, &env, message.data(), cap, &needed)) {
+        message.resize(needed < cap ? needed : cap - 1);
+        return message;
+    }
+    s.threshold = view.threshold;
+    s.policy = view.policy;
+    s.log_level = view.log_level;
+    if (view.spill_dir != s.spill_dir.c_str()) s.spill_dir = view.spill_dir;
+    s.spill_dir_given = view.spill_dir_given;
+    if (view.stats_file != s.stats_file.c_str()) s.stats_file = view.stats_file;
     Reader r(s.source);
     try {
-        if (const char *v = env("SPILLWAY_DIR")) {
-            s.spill_dir = v;
-            s.spill_dir_given = true;
-        }
-        if (const char *v = env("SPILLWAY_STATS")) s.stats_file = v;
-        if (const char *v = env("SPILLWAY_THRESHOLD")) {
-            std::string err;
-            if (!parse_size(v, s.threshold, err))
-                return one_line("environment: SPILLWAY_THRESHOLD: " + err);
-            if (s.threshold < kMinThreshold)
-                return "environment: SPILLWAY_THRESHOLD: must be at least " + format_size(kMinThreshold) +
-                       ", got " + format_size(s.threshold);
-        }
-        if (const char *v = env("SPILLWAY_POLICY"))
-            if (!parse_policy(v, s.policy))
-                return std::string("environment: SPILLWAY_POLICY: expected one of disk, memory, "
-                                   "anon, auto, got \"") + v + "\"";
-        if (const char *v = env("SPILLWAY_LOG"))
-            if (!parse_level(v, s.log_level))
-                return std::string("environment: SPILLWAY_LOG: expected one of error, warn, info, "
-                                   "debug, got \"") + v + "\"";
         validate(s, r);
     } catch (const BadKey &e) {
         return e.message;
@@ -414,9 +412,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
 }
 
 std::string config_error_line(const std::string &message, bool continuing) {
-    return "spillway: config error: " + message +
-           (continuing ? " (SPILLWAY_ON_ERROR=continue: running WITHOUT spilling)"
-                       : " (fix it, or set SPILLWAY_ON_ERROR=continue to run unprotected)");
+    return kConfigErrorStart + message + (continuing ? kConfigErrorContinues : kConfigErrorStops);
 }
 
 static std::string quoted(const std::string &s) {

@@ -7,7 +7,9 @@
 // prints).
 #pragma once
 
+#include "config_error.h"
 #include "log.h"
+#include "setting_names.h"
 #include "threshold.h"
 
 #include <cstdint>
@@ -18,12 +20,9 @@
 
 namespace spillway {
 
-enum class Policy { disk, memory, anon, auto_ };
+// Policy and its words: setting_names.h (the front reads them too).
 const char *policy_name(Policy p);
 bool parse_policy(std::string_view text, Policy &out);
-// Whether a policy may put regions on disk, so needs a usable spill
-// directory (memory and anon never touch it).
-constexpr bool policy_needs_disk(Policy p) { return p == Policy::disk || p == Policy::auto_; }
 
 enum class Access { unknown, sequential, random };
 const char *access_name(Access a);
@@ -84,8 +83,22 @@ struct Settings {
 // Reads environment variables through getenv unless a lookup is given (tests).
 using EnvLookup = std::function<const char *(const char *)>;
 
+// What load_settings reads the config from, and what else it hands back.
+struct LoadOptions {
+    // The text of the file SPILLWAY_CONFIG names, already read (the front
+    // read it at start-up, so the engine parses the very bytes that were
+    // judged); nullptr: read the file.
+    const std::string_view *config_text = nullptr;
+    std::string *text_out = nullptr;  // the text parsed (`spillway run` hashes it, settings_check.h)
+    Settings *file_settings = nullptr; // the defaults and the file, before the variables (verdict_cache.h)
+};
+
 // Returns std::nullopt on success, else the one-line error.
-std::optional<std::string> load_settings(Settings &out, const EnvLookup &env = nullptr);
+std::optional<std::string> load_settings(Settings &out, const EnvLookup &env = nullptr,
+                                         const LoadOptions &opts = {});
+
+// The file SPILLWAY_CONFIG names, whole (at most 16 MiB); else the one-line error.
+std::optional<std::string> read_config_file(const char *path, std::string &out);
 
 // Parses TOML text as if read from `source` (used by load_settings and tests).
 std::optional<std::string> parse_config_text(std::string_view text, const std::string &source,
@@ -96,7 +109,7 @@ std::string describe_settings(const Settings &s);
 
 // The one line the shim prints for a bad config (the CLI prints the same).
 // continuing: SPILLWAY_ON_ERROR=continue is set and the job runs unprotected.
+// (The words and the status are config_error.h's.)
 std::string config_error_line(const std::string &message, bool continuing);
-constexpr int kConfigErrorExit = 78; // EX_CONFIG
 
 } // namespace spillway

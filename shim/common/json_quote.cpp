@@ -1,25 +1,14 @@
-// json_quote.cpp — see json_quote.h.
+// json_quote.cpp — see json_quote.h. The rule is json_text.h's.
 #include "json_quote.h"
 
-#include <cstdio>
+#include "json_text.h"
 
 namespace spillway {
 
 std::string json_quote(std::string_view text) {
-    std::string out = "\"";
-    for (unsigned char c : text) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += (char)c;
-        } else if (c < 0x20) {
-            char buf[8];
-            snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-        } else {
-            out += (char)c;
-        }
-    }
-    return out + "\"";
+    std::string out(json_quote_into(nullptr, 0, text.data(), text.size()), '\0');
+    json_quote_into(out.data(), out.size() + 1, text.data(), text.size());
+    return out;
 }
 
 } // namespace spillway

@@ -1,7 +1,8 @@
 // json_quote.h — a string as a JSON string literal, for every JSON line the
 // shim and the tool write.
 //
-// Invariant: the output is valid RFC 8259 for any input bytes: quote and
+// Invariant: the output is valid RFC 8259 for any input bytes (the rule is
+// json_text.h's, which the front uses without libstdc++): quote and
 // backslash escaped, every control character below 0x20 as \u00XX (never
 // dropped), other bytes copied as they are.
 #pragma once

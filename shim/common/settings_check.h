@@ -5,12 +5,14 @@
 // The runner judges the settings with the shim's own code (exit 78 before
 // anything runs), then sets SPILLWAY_CHECKED=<threshold>:<log level>:<hash>
 // in the child's environment. The hash covers the six setting variables as
-// the child sees them and, for SPILLWAY_CONFIG, the file's device, inode,
-// size and modification time. A process whose settings differ in any of
-// these (a child that changes SPILLWAY_THRESHOLD, an edited config file)
-// computes another hash and judges its settings at start-up, as without a
-// runner. The threshold and level are the judged ones, for the front to use
-// until the engine starts.
+// the child sees them and, for SPILLWAY_CONFIG, the text of the file: the
+// runner hashes the bytes it parsed, the front the bytes it read at
+// start-up, and the engine, when it starts, parses the front's bytes (never
+// the file again). A process whose settings differ in any of these (a child
+// that changes SPILLWAY_THRESHOLD, an edited config file, even one edited
+// within the same clock tick at the same size) computes another hash and
+// judges its settings at start-up, as without a runner. The threshold and
+// level are the judged ones, for the front to use until the engine starts.
 //
 // Invariant: libc only (the front and the command-line tool both include
 // it); the same environment and file always give the same hash.
@@ -20,7 +22,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sys/stat.h>
 
 namespace spillway {
 
@@ -29,6 +30,7 @@ constexpr const char *kCheckedMarker = "SPILLWAY_CHECKED";
 // The variables that configure the shim, in hashing order.
 constexpr const char *kSettingVariables[] = {"SPILLWAY_CONFIG", "SPILLWAY_DIR",    "SPILLWAY_THRESHOLD",
                                              "SPILLWAY_POLICY", "SPILLWAY_LOG",    "SPILLWAY_STATS"};
+constexpr size_t kSettingVariableCount = sizeof kSettingVariables / sizeof kSettingVariables[0];
 
 inline uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = static_cast<const unsigned char *>(data);
@@ -37,25 +39,21 @@ inline uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 }
 
 // lookup(ctx, name) returns the variable's value or nullptr; an empty value
-// counts as unset, as the shim reads them.
-inline uint64_t settings_hash(const char *(*lookup)(void *ctx, const char *name), void *ctx) {
-    uint64_t h = 0xcbf29ce484222325ull;
+// counts as unset, as the shim reads them. config_text: the text of the
+// file SPILLWAY_CONFIG names, as judged (nullptr when it is not set).
+inline uint64_t settings_hash(const char *(*lookup)(void *ctx, const char *name), void *ctx,
+                              const char *config_text, size_t config_len) {
+    static const char kFormat[] = "spillway settings, config by content";
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, kFormat, sizeof kFormat);
     for (const char *name : kSettingVariables) {
         const char *v = lookup(ctx, name);
         if (v && !*v) v = nullptr;
         h = fnv1a(h, name, strlen(name) + 1);
         h = v ? fnv1a(h, v, strlen(v) + 1) : fnv1a(h, "\x01", 1);
         if (v && strcmp(name, "SPILLWAY_CONFIG") == 0) {
-            struct stat st;
-            uint64_t id[5] = {0, 0, 0, 0, 0};
-            if (stat(v, &st) == 0) {
-                id[0] = (uint64_t)st.st_dev;
-                id[1] = (uint64_t)st.st_ino;
-                id[2] = (uint64_t)st.st_size;
-                id[3] = (uint64_t)st.st_mtim.tv_sec;
-                id[4] = (uint64_t)st.st_mtim.tv_nsec;
-            }
-            h = fnv1a(h, id, sizeof id);
+            uint64_t len = config_text ? (uint64_t)config_len : ~0ull;
+            h = fnv1a(h, &len, sizeof len);
+            if (config_text) h = fnv1a(h, config_text, config_len);
         }
     }
     return h;

@@ -2,6 +2,7 @@
 #include "spilldir.h"
 
 #include "fd_policy.h"
+#include "spill_dir_check.h"
 
 #include <cerrno>
 #include <csignal>
@@ -9,7 +10,6 @@
 #include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -17,77 +17,26 @@
 
 namespace spillway {
 
-// Permission denied on the way to a directory: it is another user's (most
-// often inherited by a process that changed uid), not a typo to fix.
-static bool denied(int err) { return err == EACCES || err == EPERM; }
-
-static bool make_dirs(const std::string &path, std::string &why, bool &foreign) {
-    // mkdir -p with 0700 for what we create; existing parents are left alone.
-    for (size_t i = 1; i <= path.size(); i++) {
-        if (i != path.size() && path[i] != '/') continue;
-        std::string prefix = path.substr(0, i);
-        if (mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
-            foreign = denied(errno);
-            why = "cannot create " + prefix + " (" + strerror(errno) + ")" +
-                  (foreign ? " as uid " + std::to_string(geteuid()) : "");
-            return false;
-        }
-    }
-    return true;
-}
-
-bool is_ram_filesystem(unsigned long f_type) { return f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC; }
-
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs) {
+    // The rules are spill_dir_check.cpp's (the front runs them too).
     SpillDir d;
-    d.path = path;
-    while (d.path.size() > 1 && d.path.back() == '/') d.path.pop_back();
-    if (!make_dirs(d.path, d.why_unusable, d.foreign)) return d;
-    struct stat st;
-    if (lstat(d.path.c_str(), &st) != 0) {
-        d.foreign = denied(errno);
-        d.why_unusable = "cannot stat " + d.path + " (" + strerror(errno) + ")";
-        return d;
+    std::string work = path;
+    SpillDirCheck check;
+    std::string why(work.size() + 256, '\0'); // the longest reason: the path, an errno text, two uids
+    check_spill_dir(work.data(), allow_tmpfs, &check, why.data(), why.size());
+    if (check.why_needed >= why.size()) { // cannot happen with the room above; never cut a reason
+        why.assign(check.why_needed + 1, '\0');
+        work = path;
+        if (check.fd >= 0) close(check.fd);
+        check_spill_dir(work.data(), allow_tmpfs, &check, why.data(), why.size());
     }
-    if (S_ISLNK(st.st_mode)) {
-        d.why_unusable = d.path + " is a symlink; point spill.dir at a real directory";
-        return d;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-        d.why_unusable = d.path + " is not a directory";
-        return d;
-    }
-    if (st.st_uid != geteuid()) {
-        d.foreign = true;
-        d.why_unusable = d.path + " is owned by uid " + std::to_string(st.st_uid) +
-                         ", not by this user (uid " + std::to_string(geteuid()) +
-                         "); use a directory of your own";
-        return d;
-    }
-    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
-        d.why_unusable = d.path + " is writable by others without the sticky bit; chmod 0700 it";
-        return d;
-    }
-    d.fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    if (d.fd < 0) {
-        d.why_unusable = "cannot open " + d.path + " (" + strerror(errno) + ")";
-        return d;
-    }
-    if (access(d.path.c_str(), W_OK) != 0) {
-        d.why_unusable = d.path + " is not writable (" + strerror(errno) + ")";
-        return d;
-    }
-    struct statfs fs;
-    if (fstatfs(d.fd, &fs) == 0 && is_ram_filesystem((unsigned long)fs.f_type)) {
-        d.on_tmpfs = true;
-        if (!allow_tmpfs) {
-            d.why_unusable = d.path + " is on tmpfs/ramfs, which is RAM: spilling there cannot "
-                             "survive a memory limit; use a disk directory or set "
-                             "spill.allow_tmpfs = true";
-            return d;
-        }
-    }
-    d.usable = true;
+    d.path = work.c_str(); // without its trailing slashes
+    d.fd = check.fd;
+    d.usable = check.usable;
+    d.on_tmpfs = check.on_tmpfs;
+    d.foreign = check.foreign;
+    why.resize(check.why_needed < why.size() ? check.why_needed : why.size() - 1);
+    d.why_unusable = std::move(why);
     return d;
 }
 

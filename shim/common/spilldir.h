@@ -10,6 +10,8 @@
 // instead, so that nobody can stop another user's job by creating a path.
 #pragma once
 
+#include "spill_dir_check.h"
+
 #include <string>
 #include <vector>
 
@@ -24,11 +26,9 @@ struct SpillDir {
     std::string why_unusable; // one line, for the warning
 };
 
-// Whether a filesystem of this statfs f_type is RAM (tmpfs, ramfs): the one
-// list, for the shim's check and the tool's.
-bool is_ram_filesystem(unsigned long f_type);
-
-// Creates (0700, parents as needed) and checks the directory.
+// Creates (0700, parents as needed) and checks the directory, by the rules
+// of spill_dir_check.h (which also has is_ram_filesystem, the one list of
+// RAM filesystems).
 SpillDir open_spill_dir(const std::string &path, bool allow_tmpfs);
 
 // Whether a refused directory is replaced by a private one (instead of

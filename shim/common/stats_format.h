@@ -22,6 +22,11 @@ inline constexpr char bytes[] = "bytes";           // by backing, cumulative
 inline constexpr char peak_bytes[] = "peak_bytes"; // by backing
 inline constexpr char live_bytes_at_exit[] = "live_bytes_at_exit";
 inline constexpr char fallbacks[] = "fallbacks"; // exit line: by reason; live snapshot: the total
+// The reasons, in the order of backing.h's Fallback (backing.cpp checks it).
+inline constexpr const char *kFallbackNames[] = {"no_space",     "quota",          "unsupported",
+                                                 "io_error",     "too_big",        "no_spill_dir",
+                                                 "too_many_files", "memfd_failed", "map_failed",
+                                                 "arena_full",   "other"};
 inline constexpr char frees[] = "frees";
 inline constexpr char reallocs_in_place[] = "reallocs_in_place";
 inline constexpr char reallocs_moved[] = "reallocs_moved";

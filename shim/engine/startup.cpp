@@ -5,6 +5,7 @@
 #include "backing/backing.h"
 #include "sites/callsite.h"
 #include "config.h"
+#include "engine_api.h"
 #include "fd_policy.h"
 #include "large/large.h"
 #include "log.h"
@@ -17,6 +18,7 @@
 #include "stats/stats_live.h"
 #include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
+#include "verdict_cache.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -34,9 +36,10 @@ constexpr size_t kArenaBytes = size_t(16) << 40;
 static Settings *g_startup_settings = nullptr;
 static pid_t g_started_pid = 0;
 
+static const char *g_on_error = nullptr; // SPILLWAY_ON_ERROR as the process started
+
 static bool config_error(const std::string &message) {
-    const char *mode = getenv("SPILLWAY_ON_ERROR");
-    bool continuing = mode && strcmp(mode, "continue") == 0;
+    bool continuing = config_error_continues(g_on_error);
     std::string line = config_error_line(message, continuing) + "\n";
     ssize_t ignored = write(2, line.data(), line.size());
     (void)ignored;
@@ -44,26 +47,68 @@ static bool config_error(const std::string &message) {
     return false;
 }
 
-bool engine_startup() {
+// What a good config gives start-up, for the front's next judgement
+// (verdict_cache.h): its values before the variables.
+static void store_verdict(const StartRequest &req, const Settings &file) {
+    ConfigVerdict v;
+    v.threshold = file.threshold;
+    v.policy = file.policy;
+    v.log_level = file.log_level;
+    v.spill_dir_given = file.spill_dir_given;
+    v.allow_tmpfs = file.allow_tmpfs;
+    v.spill_dir = file.spill_dir.c_str();
+    v.log_file = file.log_file.c_str();
+    v.stats_file = file.stats_file.c_str();
+    char cache[64];
+    verdict_cache_dir(cache, sizeof cache);
+    verdict_cache_store(cache, req.engine, req.config_text, req.config_len, v);
+}
+
+// The log's descriptor: the front's, or the file opened now. -1 after a
+// config error that lets the job go on (SPILLWAY_ON_ERROR=continue).
+static int open_log(const StartRequest &req, const Settings &s) {
+    if (s.log_file.empty()) return 2;
+    if (req.log_fd >= 0) return req.log_fd;
+    int fd = above_stdio(open(s.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (fd >= 0) return fd;
+    if (req.judged) { // judged openable at start-up: the job runs, so it logs to stderr
+        SPW_LOG(warn, "cannot open the log file %s any more (%s); logging to stderr", s.log_file.c_str(),
+                strerror(errno));
+        return 2;
+    }
+    config_error(s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) + ")");
+    return -1;
+}
+
+bool engine_startup(const StartRequest *request) {
+    const StartRequest &req = *request;
+    g_on_error = req.on_error;
     auto *s = new Settings();
-    if (auto err = load_settings(*s)) {
+    Settings file_only;
+    std::string_view text(req.config_text ? req.config_text : "", req.config_len);
+    LoadOptions opts;
+    if (req.config_text) opts.config_text = &text;
+    if (req.store_verdict && req.config_text) opts.file_settings = &file_only;
+    EnvLookup env = [&req](const char *name) -> const char * {
+        for (size_t i = 0; i < kSettingVariableCount; i++)
+            if (strcmp(name, kSettingVariables[i]) == 0) return req.env[i];
+        return nullptr;
+    };
+    if (auto err = load_settings(*s, env, opts)) {
         config_error(*err);
         return false;
     }
-    int log_fd = 2;
-    if (!s->log_file.empty()) {
-        log_fd = above_stdio(open(s->log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-        if (log_fd < 0) {
-            config_error(s->source + ": key 'log.file': cannot open " + s->log_file + " (" +
-                         strerror(errno) + ")");
-            return false;
-        }
-    }
+    if (opts.file_settings) store_verdict(req, file_only);
+    int log_fd = open_log(req, *s);
+    if (log_fd < 0) return false;
     log_configure(s->log_level, log_fd);
     backing_init(*s);
     if (spill_dir_refusal_is_fatal(spill_dir(), policy_needs_disk(s->policy))) {
-        config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
-        return false;
+        if (req.judged) // fine before main; the job runs now, so it goes on without the disk
+            SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous memory",
+                    disk_unusable_reason().c_str());
+        else
+            return config_error(s->source + ": key 'spill.dir': " + disk_unusable_reason());
     }
     if (!arena::reserve(kArenaBytes)) {
         SPW_LOG(warn, "could not reserve address space for large regions; spillway is NOT "

@@ -10,14 +10,21 @@
 //
 // Invariant: a bad config never leaves a job silently unprotected: one line
 // on stderr and exit status 78 (EX_CONFIG), before anything is created,
-// unless SPILLWAY_ON_ERROR=continue. (With no settings given the defaults
+// unless SPILLWAY_ON_ERROR=continue. That happens before main: either the
+// engine starts there, or the front judged the settings there already
+// (request.judged) and the engine, starting later, parses the very bytes
+// and variables that were judged, so it finds them good too; what may have
+// changed since (the spill directory, the log file) then warns and falls
+// back, never stops a running job. (With no settings given the defaults
 // cannot be wrong, which is why that case may start late.)
 #pragma once
 
 namespace spillway {
 
+struct StartRequest;
+
 // Returns true when large allocations are routed (g_large_threshold is then
 // the configured threshold).
-bool engine_startup();
+bool engine_startup(const StartRequest *request);
 
 } // namespace spillway

@@ -6,11 +6,14 @@
 // only after seeing kOn or kOff (acquire).
 #include "engine_loader.h"
 #include "clock.h"
+#include "config_error.h"
 
 #include "fd_policy.h"
 #include "front_state.h"
 #include "log.h"
 #include "settings_check.h"
+#include "start_verdict.h"
+#include "stats_line.h"
 #include "threshold.h"
 
 #include <atomic>
@@ -44,90 +47,17 @@ pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 thread_local bool t_starting __attribute__((tls_model("initial-exec"))) = false;
 std::atomic<bool> g_wait_warned{false};
 
-// Settings given to the shim: these are validated at start-up (engine_loader.h).
-bool configured() {
-    for (const char *name : kSettingVariables) {
-        const char *v = getenv(name);
-        if (v && *v) return true;
-    }
-    return false;
-}
-
-const char *env_lookup(void *, const char *name) { return getenv(name); }
-
-// The settings `spillway run` judged for exactly this environment
-// (settings_check.h): their threshold and log level.
-bool judged_by_runner(uint64_t *threshold, int *level) {
-    uint64_t hash = 0;
-    if (!parse_checked(getenv(kCheckedMarker), threshold, level, &hash)) return false;
-    return hash == settings_hash(env_lookup, nullptr) && *threshold >= kMinThreshold &&
-           *level >= (int)LogLevel::error && *level <= (int)LogLevel::debug;
-}
-
-// Judged settings started lazily: if the engine never starts, this process
-// still leaves its (empty) line in [stats] file, as the runner's summary
-// counts processes by their lines.
-bool g_judged = false;
-
-void write_empty_stats_line() {
-    const char *pattern = getenv("SPILLWAY_STATS");
-    if (!pattern || !*pattern) return;
-    char path[4096];
-    size_t n = 0;
-    for (const char *c = pattern; *c && n + 24 < sizeof path; c++) {
-        if (c[0] == '%' && c[1] == 'p') {
-            n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)getpid());
-            c++;
-        } else {
-            path[n++] = *c;
-        }
-    }
-    path[n] = 0;
-    char cmd[512];
-    size_t m = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        char raw[256];
-        ssize_t got = read(fd, raw, sizeof raw);
-        close(fd);
-        for (ssize_t i = 0; i < got && m + 3 < sizeof cmd; i++) { // JSON-safe: no quote, backslash or control
-            char c = raw[i];
-            cmd[m++] = (c == '"' || c == '\\' || (unsigned char)c < 0x20) ? ' ' : c;
-        }
-        while (m && cmd[m - 1] == ' ') m--;
-    }
-    cmd[m] = 0;
-    static const char kZeros[] = "{\"disk\":0,\"memory\":0,\"anon\":0}";
-    char line[1024];
-    int len = snprintf(line, sizeof line,
-                       "{\"pid\":%d,\"cmd\":\"%s\",\"regions\":%s,\"bytes\":%s,\"peak_bytes\":%s,"
-                       "\"live_bytes_at_exit\":%s,\"fallbacks\":{},\"frees\":0,\"reallocs_in_place\":0,"
-                       "\"reallocs_moved\":0,\"sites\":[]}\n",
-                       (int)getpid(), cmd, kZeros, kZeros, kZeros, kZeros);
-    int out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (out < 0) return;
-    ssize_t ignored = write(out, line, len > 0 && len < (int)sizeof line ? (size_t)len : 0);
-    (void)ignored;
-    close(out);
-}
-
-// The engine lives next to this library: its directory as the loader
-// recorded it (absolute even when LD_PRELOAD named a relative path).
-void engine_path(char *out, size_t cap) {
-    Dl_info info;
-    struct link_map *self = nullptr;
-    char origin[PATH_MAX];
-    if (dladdr1((void *)&engine_path, &info, (void **)&self, RTLD_DL_LINKMAP) && self &&
-        dlinfo(self, RTLD_DI_ORIGIN, origin) == 0 && origin[0]) {
-        snprintf(out, cap, "%s/%s", origin, kEngineName);
-        return;
-    }
-    snprintf(out, cap, "%s", kEngineName); // the loader's search path
-}
+// What the engine starts with (engine_api.h): filled before main, read by
+// the one thread that starts the engine, under the start lock.
+StartRequest g_request;
+// The settings were judged before main (or are the defaults) and the
+// engine starts at its first use: should it never start, this process
+// still leaves its (empty) line in the stats file (stats_line.h).
+const char *g_lazy_stats_file = nullptr;
 
 const EngineApi *load_engine() {
     char path[PATH_MAX + sizeof kEngineName + 1];
-    engine_path(path, sizeof path);
+    engine_file_path(path, sizeof path);
     // RTLD_LAZY: libstdc++ and the rest bind their PLT on first call, as they
     // did when loaded at start-up (RTLD_NOW would bind thousands up front).
     void *lib = dlopen(path, RTLD_LAZY | RTLD_LOCAL | RTLD_NODELETE);
@@ -177,7 +107,7 @@ int settle() {
         g_state.store(kStarting, std::memory_order_relaxed);
         t_starting = true;
         g_api = load_engine();
-        bool on = g_api && g_api->start(); // a bad config exits 78 in there
+        bool on = g_api && g_api->start(&g_request); // a bad config exits 78 in there
         t_starting = false;
         if (!on) g_large_threshold = SIZE_MAX; // nothing to ask again
         state = on ? kOn : kOff;
@@ -242,6 +172,20 @@ void front_fork_child() {
 
 } // namespace
 
+// The engine lives next to this library: its directory as the loader
+// recorded it (absolute even when LD_PRELOAD named a relative path).
+void engine_file_path(char *out, size_t cap) {
+    Dl_info info;
+    struct link_map *self = nullptr;
+    char origin[PATH_MAX];
+    if (dladdr1((void *)&engine_file_path, &info, (void **)&self, RTLD_DL_LINKMAP) && self &&
+        dlinfo(self, RTLD_DI_ORIGIN, origin) == 0 && origin[0]) {
+        snprintf(out, cap, "%s/%s", origin, kEngineName);
+        return;
+    }
+    snprintf(out, cap, "%s", kEngineName); // the loader's search path
+}
+
 const EngineApi *engine_routing() {
     return settle() == kOn ? g_api : nullptr;
 }
@@ -255,32 +199,47 @@ const EngineApi *engine_for_control() {
     return state == kOn || state == kOff ? g_api : nullptr;
 }
 
+// A bad setting: its one line, then exit 78, or (SPILLWAY_ON_ERROR=continue)
+// the job runs with the shim off. The line is the engine's config_error's.
+static void refuse_at_start(const StartVerdict &v, const char *on_error) {
+    bool continuing = config_error_continues(on_error);
+    char line[sizeof v.message + 128];
+    int n = snprintf(line, sizeof line, "%s%s%s\n", kConfigErrorStart, v.message,
+                     continuing ? kConfigErrorContinues : kConfigErrorStops);
+    ssize_t ignored = write(2, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : 0);
+    (void)ignored;
+    if (!continuing) _exit(kConfigErrorExit);
+    g_large_threshold = SIZE_MAX;
+    g_state.store(kOff, std::memory_order_release);
+}
+
 __attribute__((constructor(101))) static void spillway_front_constructor() {
     pthread_atfork(front_fork_prepare, front_fork_parent, front_fork_child);
-    uint64_t threshold = kDefaultThreshold;
-    int level = (int)LogLevel::warn;
-    if (judged_by_runner(&threshold, &level)) { // already judged: start at first use, as with none
-        log_configure((LogLevel)level, 2);
-        g_judged = true;
-        g_large_threshold = threshold;
-        g_state.store(kWaiting, std::memory_order_release);
-        return;
-    }
-    if (configured()) { // validated now: a bad setting stops the job before it runs
+    StartVerdict verdict;
+    {
         StdioGuard guard; // nothing opened at start-up may land in a closed 0/1/2
-        g_state.store(kWaiting, std::memory_order_release);
-        settle();
-        return;
+        judge_settings_at_start(&g_request, &verdict);
+        if (verdict.mode == StartMode::engine_judges) { // before main: a bad setting stops the job here
+            g_state.store(kWaiting, std::memory_order_release);
+            settle();
+            return;
+        }
     }
-    // The defaults cannot be wrong: the engine starts at its first use,
-    // with the default threshold deciding what that is.
-    g_large_threshold = kDefaultThreshold;
+    if (verdict.mode == StartMode::refused) return refuse_at_start(verdict, g_request.on_error);
+    // The defaults, or judged settings: the engine starts at its first use,
+    // with this threshold deciding what that is.
+    if (verdict.mode == StartMode::judged) {
+        log_configure(verdict.level, verdict.log_fd);
+        g_lazy_stats_file = verdict.stats_file;
+    }
+    g_large_threshold = verdict.threshold;
     g_state.store(kWaiting, std::memory_order_release);
 }
 
 __attribute__((destructor)) static void spillway_front_destructor() {
     // The engine writes the line when it was loaded (startup.cpp).
-    if (g_judged && !g_api && g_state.load(std::memory_order_acquire) == kWaiting) write_empty_stats_line();
+    if (g_lazy_stats_file && !g_api && g_state.load(std::memory_order_acquire) == kWaiting)
+        write_empty_stats_line(g_lazy_stats_file);
 }
 
 } // namespace spillway

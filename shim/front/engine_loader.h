@@ -1,20 +1,20 @@
 // engine_loader.h — when libspillway.so (the front) loads and starts
 // libspillway_engine.so (engine_api.h says why there are two libraries).
 //
-// WHEN. At start-up, in the front's constructor, if the job configures the
-// shim (SPILLWAY_CONFIG, SPILLWAY_DIR, SPILLWAY_THRESHOLD, SPILLWAY_POLICY,
-// SPILLWAY_LOG or SPILLWAY_STATS is set): a bad setting is then still one
-// line and exit 78 before the program runs (DESIGN.md), unless `spillway
-// run` has judged exactly these settings already (SPILLWAY_CHECKED,
-// settings_check.h; the front then uses the judged threshold and log level
-// and writes the process's empty stats line itself if the engine never
-// starts). Otherwise, with the built-in defaults, which cannot be wrong, or
-// with judged settings, it starts at its first use: the
-// first allocation at or above the threshold, the first aligned
-// request mimalloc cannot serve, the first open/unlink of a /dev/shm file,
-// or the first spillway_* call. A process that never gets there (most of
-// a build's or a pipeline's processes) never loads libstdc++, the config
-// parser, libunwind, the spill directory or the engine's threads.
+// WHEN. At its first use: the first allocation at or above the threshold,
+// the first aligned request mimalloc cannot serve, the first open/unlink of
+// a /dev/shm file, or the first spillway_* call. A process that never gets
+// there (most of a build's or a pipeline's processes) never loads
+// libstdc++, the config parser, libunwind, the spill directory or the
+// engine's threads. The settings are judged before main all the same, so a
+// bad one is still one line and exit 78 before the program runs (DESIGN.md):
+// by the front itself (start_verdict.h: the variables, the spill directory,
+// a config file by its cached verdict), or by `spillway run`
+// (SPILLWAY_CHECKED, settings_check.h). Only a config file the front
+// cannot judge (one this user's jobs have not run with this engine) makes
+// the engine start before main, in the front's constructor, to judge it.
+// A process whose judged settings name a stats file and whose engine never
+// started still writes its (empty) line at exit (stats_line.h).
 //
 // THREADS. One thread starts the engine, under the start lock. A thread
 // that needs it meanwhile waits for it, at most kStartWaitNs (the starter
@@ -53,5 +53,8 @@ const EngineApi *engine_if_routing();
 // For the control API: starts the engine if needed and returns its table
 // whether or not it routes; nullptr only when it could not be loaded.
 const EngineApi *engine_for_control();
+
+// Where the engine is: next to this library (libspillway_engine.so).
+void engine_file_path(char *out, size_t cap);
 
 } // namespace spillway

@@ -73,10 +73,10 @@ void *spillway_alloc(size_t size, unsigned flags);
 /* Move the region starting at p to a reserved spill file in place: same
  * address, same bytes. 0, or -errno (-EINVAL: not the start of a region).
  * Other threads may read and write the region meanwhile: their stores wait
- * for the move and are kept. Known limitation: the region moves 16 MiB at
- * a time and the chunk being copied is read-only, so a system call that
- * writes INTO that chunk (read(2), recv(2)...) fails with EFAULT instead of
- * waiting; do not spill a buffer that is being filled by I/O. */
+ * for the move and are kept. A system call that writes INTO the region
+ * (read(2), recv(2)...) completes in full where the process may use
+ * userfaultfd for kernel faults; elsewhere it can fail with EFAULT or come
+ * back short while a 16 MiB chunk is copied (docs/moves.md). */
 int spillway_spill(void *p);
 
 /* Give the region's file a name in the spill directory (mode 0600,

@@ -1,15 +1,20 @@
 /* startup_pairs.c — process start-up under one preloaded library against
- * another, as interleaved pairs in one run (A B, B A, A B, ...), so a
- * machine whose speed drifts affects both sides alike.
+ * others, in one run: every round runs each variant once, the order
+ * rotating from round to round (A B, B A for two), so a machine whose speed
+ * drifts affects them all alike; a ratio is taken within each round.
  *
- * usage: startup_pairs [-n PAIRS] [-w WARMUP] [-e NAME=VALUE]... PRELOAD_A PRELOAD_B
- *            [-- COMMAND [ARGS...]]        (COMMAND defaults to /bin/true)
- * -e settings apply to both sides (e.g. SPILLWAY_DIR). Prints the median
- * wall and CPU (user+sys, from wait4) of each side, the median of the
- * per-pair ratios A/B, and one CSV row per figure for run.sh:
+ * usage: startup_pairs [-n ROUNDS] [-w WARMUP] [-e NAME=VALUE]...
+ *            [-E K NAME=VALUE]... [-L K LABEL]...
+ *            PRELOAD_A PRELOAD_B [PRELOAD_C ...] [-- COMMAND [ARGS...]]
+ * COMMAND defaults to /bin/true; "" as a PRELOAD runs without LD_PRELOAD.
+ * -e settings apply to every variant (e.g. SPILLWAY_DIR), -E only to
+ * variant K (1 for A, 2 for B, ...), -L names variant K in the output.
+ * Prints the median wall and CPU (user+sys, from wait4) of each variant
+ * and the median of the per-round ratios; with two variants A/B, as:
  *   startup,<variant>,<command>,<metric>,<value>,<unit>
- * A measurement, never a verdict: the exit status only says whether every
- * run was started and exited 0. */
+ * (CSV rows for run.sh), with more every X/Y. A measurement, never a
+ * verdict: the exit status only says whether every run was started and
+ * exited 0. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -19,23 +24,35 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define MAX_VARIANTS 8
+#define MAX_ENV 64
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static char *g_envs[64];
+struct variant {
+    const char *preload;
+    const char *label;
+    char *env[MAX_ENV];
+    int nenv;
+    double *wall, *cpu;
+};
+
+static char *g_envs[MAX_ENV];
 static int g_nenv;
 
-/* Runs argv with LD_PRELOAD=preload; wall and CPU seconds; 0 on exit 0. */
-static int run_once(const char *preload, char **argv, double *wall, double *cpu) {
+/* Runs argv under variant v; wall and CPU seconds; 0 on exit 0. */
+static int run_once(const struct variant *v, char **argv, double *wall, double *cpu) {
     double t0 = now_s();
     pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
         for (int i = 0; i < g_nenv; i++) putenv(g_envs[i]);
-        if (*preload) setenv("LD_PRELOAD", preload, 1);
+        for (int i = 0; i < v->nenv; i++) putenv(v->env[i]);
+        if (*v->preload) setenv("LD_PRELOAD", v->preload, 1);
         else unsetenv("LD_PRELOAD");
         freopen("/dev/null", "w", stdout);
         execv(argv[0], argv);
@@ -49,57 +66,91 @@ static int run_once(const char *preload, char **argv, double *wall, double *cpu)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+static int variant_index(const char *text, int limit) {
+    int k = atoi(text);
+    return k >= 1 && k <= limit ? k - 1 : -1;
+}
+
 int main(int argc, char **argv) {
-    int pairs = 200, warmup = 20, i = 1;
+    static struct variant vs[MAX_VARIANTS];
+    int rounds = 200, warmup = 20, i = 1;
     for (; i < argc; i++) {
-        if (!strcmp(argv[i], "-n") && i + 1 < argc) pairs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-w") && i + 1 < argc) warmup = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "-e") && i + 1 < argc && g_nenv < 64) g_envs[g_nenv++] = argv[++i];
-        else break;
+        if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+            rounds = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+            warmup = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "-e") && i + 1 < argc && g_nenv < MAX_ENV) {
+            g_envs[g_nenv++] = argv[++i];
+        } else if ((!strcmp(argv[i], "-E") || !strcmp(argv[i], "-L")) && i + 2 < argc) {
+            int k = variant_index(argv[i + 1], MAX_VARIANTS);
+            if (k < 0) break;
+            if (argv[i][1] == 'L') vs[k].label = argv[i + 2];
+            else if (vs[k].nenv < MAX_ENV) vs[k].env[vs[k].nenv++] = argv[i + 2];
+            i += 2;
+        } else {
+            break;
+        }
     }
-    if (argc - i < 2 || pairs < 1) {
-        fprintf(stderr, "usage: startup_pairs [-n PAIRS] [-w WARMUP] [-e NAME=VALUE]... "
-                        "PRELOAD_A PRELOAD_B [-- COMMAND [ARGS...]]\n");
+    int n = 0;
+    while (i < argc && strcmp(argv[i], "--") && n < MAX_VARIANTS) vs[n++].preload = argv[i++];
+    if (n < 2 || rounds < 1) {
+        fprintf(stderr, "usage: startup_pairs [-n ROUNDS] [-w WARMUP] [-e NAME=VALUE]... [-E K NAME=VALUE]... "
+                        "[-L K LABEL]... PRELOAD_A PRELOAD_B [PRELOAD_C ...] [-- COMMAND [ARGS...]]\n");
         return 2;
     }
-    const char *a = argv[i], *b = argv[i + 1];
     char *default_cmd[] = {"/bin/true", NULL};
     char **cmd = default_cmd;
-    if (i + 2 < argc && !strcmp(argv[i + 2], "--") && i + 3 < argc) cmd = &argv[i + 3];
-
-    double *wa = calloc(pairs, sizeof(double)), *wb = calloc(pairs, sizeof(double));
-    double *ca = calloc(pairs, sizeof(double)), *cb = calloc(pairs, sizeof(double));
-    double *rw = calloc(pairs, sizeof(double)), *rc = calloc(pairs, sizeof(double));
-    double w, c;
-    for (int k = 0; k < warmup; k++)
-        if (run_once(a, cmd, &w, &c) || run_once(b, cmd, &w, &c)) {
-            fprintf(stderr, "startup_pairs: %s failed under one of the two libraries\n", cmd[0]);
-            return 1;
-        }
-    for (int k = 0; k < pairs; k++) {
-        int failed;
-        if (k % 2 == 0) failed = run_once(a, cmd, &wa[k], &ca[k]) | run_once(b, cmd, &wb[k], &cb[k]);
-        else failed = run_once(b, cmd, &wb[k], &cb[k]) | run_once(a, cmd, &wa[k], &ca[k]);
-        if (failed) {
-            fprintf(stderr, "startup_pairs: %s failed in pair %d\n", cmd[0], k);
-            return 1;
-        }
-        rw[k] = wa[k] / wb[k];
-        rc[k] = cb[k] > 0 ? ca[k] / cb[k] : 0;
+    if (i < argc && !strcmp(argv[i], "--") && i + 1 < argc) cmd = &argv[i + 1];
+    static const char *const letters[] = {"A", "B", "C", "D", "E", "F", "G", "H"};
+    for (int k = 0; k < n; k++) {
+        if (!vs[k].label) vs[k].label = letters[k];
+        vs[k].wall = calloc(rounds, sizeof(double));
+        vs[k].cpu = calloc(rounds, sizeof(double));
     }
-    /* CPU times are clock ticks (often 4 ms): ratios only from pairs where B's is non-zero. */
-    int nc = 0;
-    for (int k = 0; k < pairs; k++)
-        if (cb[k] > 0) rc[nc++] = rc[k];
-    double mwa = median(wa, pairs), mwb = median(wb, pairs), mca = median(ca, pairs),
-           mcb = median(cb, pairs), mrw = median(rw, pairs), mrc = nc ? median(rc, nc) : 0;
-    printf("# %d pairs of %s: A=%s B=%s\n", pairs, cmd[0], a, b);
-    printf("# wall: A %.2f ms, B %.2f ms, median ratio A/B %.3f\n", mwa * 1e3, mwb * 1e3, mrw);
-    printf("# cpu:  A %.2f ms, B %.2f ms, median ratio A/B %.3f (%d pairs with B > 0)\n", mca * 1e3,
-           mcb * 1e3, mrc, nc);
-    emit("startup", "A", cmd[0], "wall_ms", mwa * 1e3, "ms");
-    emit("startup", "B", cmd[0], "wall_ms", mwb * 1e3, "ms");
-    emit("startup", "A/B", cmd[0], "wall_ratio", mrw, "x");
-    emit("startup", "A/B", cmd[0], "cpu_ratio", mrc, "x");
+
+    double w, c;
+    for (int r = 0; r < warmup; r++)
+        for (int k = 0; k < n; k++)
+            if (run_once(&vs[k], cmd, &w, &c)) {
+                fprintf(stderr, "startup_pairs: %s failed under %s\n", cmd[0], vs[k].label);
+                return 1;
+            }
+    for (int r = 0; r < rounds; r++) {
+        for (int j = 0; j < n; j++) {
+            /* Two variants: A B, B A, ...; more: each starts the round in turn. */
+            int k = n == 2 ? (r % 2 ? 1 - j : j) : (j + r) % n;
+            if (run_once(&vs[k], cmd, &vs[k].wall[r], &vs[k].cpu[r])) {
+                fprintf(stderr, "startup_pairs: %s failed under %s in round %d\n", cmd[0], vs[k].label, r);
+                return 1;
+            }
+        }
+    }
+
+    double *ratio = calloc(rounds, sizeof(double));
+    printf("# %d rounds of %s, %d variants:", rounds, cmd[0], n);
+    for (int k = 0; k < n; k++) printf(" %s=%s", vs[k].label, *vs[k].preload ? vs[k].preload : "(no preload)");
+    printf("\n");
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            if (a == b || (n == 2 && a == 1)) continue;
+            int nw = 0, nc = 0;
+            for (int r = 0; r < rounds; r++) ratio[nw++] = vs[a].wall[r] / vs[b].wall[r];
+            double rw = median(ratio, nw);
+            /* CPU times are clock ticks (often 4 ms): ratios only from rounds where the divisor's is non-zero. */
+            for (int r = 0; r < rounds; r++)
+                if (vs[b].cpu[r] > 0) ratio[nc++] = vs[a].cpu[r] / vs[b].cpu[r];
+            double rc = nc ? median(ratio, nc) : 0;
+            char name[128];
+            snprintf(name, sizeof name, "%s/%s", vs[a].label, vs[b].label);
+            printf("# %-24s wall %.3f, cpu %.3f (%d rounds with a divisor's cpu > 0)\n", name, rw, rc, nc);
+            emit("startup", name, cmd[0], "wall_ratio", rw, "x");
+            emit("startup", name, cmd[0], "cpu_ratio", rc, "x");
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        double mw = median(vs[k].wall, rounds), mc = median(vs[k].cpu, rounds);
+        printf("# %-24s wall %.2f ms, cpu %.2f ms (medians)\n", vs[k].label, mw * 1e3, mc * 1e3);
+        emit("startup", vs[k].label, cmd[0], "wall_ms", mw * 1e3, "ms");
+    }
     return 0;
 }

@@ -131,7 +131,7 @@ fields = {
     "cpu_ms": r"; (\d+) ms on CPU\)",
     "claim_ms": r"memfd and claim in (\d+) ms",
     "checks_ms": r"after (\d+) ms of locks and checks",
-    "pause_ms": r"writers paused at most ([\d.]+) ms",
+    "pause_ms": r"(?:writers|accesses) paused at most ([\d.]+) ms",
     "verdict_to_memory_s": r"in memory ([\d.]+) s after",
 }
 def promotions(name):

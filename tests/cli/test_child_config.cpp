@@ -49,12 +49,13 @@ TEST_CASE("no stats file configured: the user's text with [stats] appended") {
     std::string text = "threshold = \"2MiB\"\n\n[[rule]]\nmatch = \"scatter*\"\npolicy = \"memory\"\n";
     std::ofstream(user) << text;
     Settings settings = load(text, user);
-    ChildConfig c = compose_child_config(settings, user);
+    ChildConfig c = compose_child_config(settings, user, text);
     REQUIRE(c.error.empty());
     CHECK(c.stats_are_ours);
     CHECK(c.stats_pattern == c.temp_dir + "/stats.jsonl");
     std::string child_text = read(c.config_path);
     CHECK(child_text.rfind(text, 0) == 0); // unchanged, line for line
+    CHECK(child_text == c.text);           // what the marker names
     Settings child = load(child_text, c.config_path);
     CHECK(child.stats_file == c.stats_pattern);
     CHECK(essence(child) == essence(settings));
@@ -69,7 +70,7 @@ TEST_CASE("an empty [stats] table cannot be extended: the effective settings ins
     std::string text = "policy = \"disk\"\n[stats]\n[spill]\ndir = \"/var/tmp/elsewhere\"\n";
     std::ofstream(user) << text;
     Settings settings = load(text, user);
-    ChildConfig c = compose_child_config(settings, user);
+    ChildConfig c = compose_child_config(settings, user, text);
     REQUIRE(c.error.empty());
     Settings child = load(read(c.config_path), c.config_path);
     CHECK(child.stats_file == c.stats_pattern);
@@ -79,7 +80,7 @@ TEST_CASE("an empty [stats] table cannot be extended: the effective settings ins
 
 TEST_CASE("no user config: only the stats file") {
     Settings defaults;
-    ChildConfig c = compose_child_config(defaults, "");
+    ChildConfig c = compose_child_config(defaults, "", "");
     REQUIRE(c.error.empty());
     Settings child = load(read(c.config_path), c.config_path);
     CHECK(child.stats_file == c.stats_pattern);
@@ -90,10 +91,11 @@ TEST_CASE("no user config: only the stats file") {
 TEST_CASE("a configured stats file: the user's config as it is, nothing temporary") {
     Settings settings;
     settings.stats_file = "/var/tmp/mine-%p.jsonl";
-    ChildConfig c = compose_child_config(settings, "/etc/spillway/job.toml");
+    ChildConfig c = compose_child_config(settings, "/etc/spillway/job.toml", "threshold = \"2MiB\"\n");
     CHECK(c.error.empty());
     CHECK(c.config_path == "/etc/spillway/job.toml");
     CHECK(c.stats_pattern == "/var/tmp/mine-%p.jsonl");
     CHECK(c.temp_dir.empty());
     CHECK_FALSE(c.stats_are_ours);
+    CHECK(c.text == "threshold = \"2MiB\"\n"); // the text judged, for the marker
 }

@@ -2,6 +2,7 @@
 #include "support.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -9,6 +10,12 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -275,6 +282,43 @@ int in_fork_child(const std::function<int()> &fn) {
     int st = 0;
     waitpid(pid, &st, 0);
     return decode_status(st);
+}
+
+int userfaultfd_level() {
+    constexpr uint64_t kWpAsync = 1u << 15, kWpUnpopulated = 1u << 13;
+    constexpr uint64_t kFull = kWpAsync | kWpUnpopulated | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_MINOR_SHMEM |
+                               UFFD_FEATURE_MISSING_SHMEM | UFFD_FEATURE_WP_HUGETLBFS_SHMEM;
+    auto features = [](int flags) -> int64_t {
+        int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | flags);
+        if (fd < 0) return -1;
+        uffdio_api api{};
+        api.api = UFFD_API;
+        int rc = ioctl(fd, UFFDIO_API, &api);
+        close(fd);
+        return rc == 0 ? (int64_t)api.features : -1;
+    };
+    int64_t f = features(0);
+    if (f >= 0 && (f & kFull) == kFull) return 2;
+    if (f < 0) f = features(1 /* UFFD_USER_MODE_ONLY */);
+    return f >= 0 && (f & (kWpAsync | kWpUnpopulated)) == (kWpAsync | kWpUnpopulated) ? 1 : 0;
+}
+
+bool refuse_userfaultfd(bool allow_user_only) {
+    sock_filter prog[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_userfaultfd, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+        // flags & UFFD_USER_MODE_ONLY, when user faults only are allowed
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, allow_user_only ? 1u : 0u, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    };
+    sock_fprog fp = {(unsigned short)(sizeof prog / sizeof prog[0]), prog};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0;
 }
 
 } // namespace control_test

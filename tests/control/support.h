@@ -77,6 +77,18 @@ Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &op
 std::string run_helper(const std::vector<std::string> &args, int *status,
                        const SpawnOptions &opts = {});
 
+// What userfaultfd this process may use for moves, as the shim's probe
+// (shim/engine/os/uffd.h) finds it: 2 kernel faults too (no system call
+// into a moving region fails), 1 user faults only, 0 none (seccomp, kernel
+// before 6.7).
+int userfaultfd_level();
+// Installs a seccomp filter on the calling process (for a fork child: it
+// cannot be removed) under which userfaultfd(2) fails with EPERM, or with
+// allow_user_only, fails unless it asks for UFFD_USER_MODE_ONLY (what
+// vm.unprivileged_userfaultfd=0 leaves a process without CAP_SYS_PTRACE).
+// True when installed.
+bool refuse_userfaultfd(bool allow_user_only);
+
 // Runs fn in a forked child of this process and returns its exit status
 // (128+signal when it was killed). For refusals that only a fork child can
 // see, and for scenarios that may crash.

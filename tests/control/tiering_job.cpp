@@ -41,21 +41,33 @@
 //       (enough for the detector, few enough pages that the run does not
 //       wait on the disk); prints whether it was promoted (two of these run
 //       in one cgroup).
+//   growth-io ... and want-promotion-io ...
+//       the same, while a thread pread(2)s 1 MiB from a file into the
+//       region's last MiB over and over (the kernel's stores into a region
+//       being moved, docs/moves.md); also prints io_calls, io_efault,
+//       io_short, io_other (other errors), io_calls_before_move (calls made
+//       before the new backing was seen) and io_intact (the last MiB holds
+//       what the last call read).
 #include "backing_truth.h"
 #include "spillway.h"
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr size_t kIoBytes = size_t(1) << 20;
 constexpr size_t MiB = size_t(1) << 20;
 
 double ms_since(Clock::time_point t) {
@@ -76,6 +88,46 @@ uint64_t mix(uint64_t x) {
     x *= 0xc4ceb9fe1a85ec53ull;
     return x ^ (x >> 33);
 }
+
+// A thread pread(2)ing kIoBytes from a file into `into`, over and over.
+struct IoLoop {
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> calls{0}, efault{0}, shorts{0}, other{0};
+    std::vector<char> bytes = std::vector<char>(kIoBytes);
+    int fd = -1;
+    char *into = nullptr;
+    std::thread th;
+    void start(char *dst) {
+        into = dst;
+        for (size_t i = 0; i < kIoBytes; i++) bytes[i] = (char)(i * 131 + 7);
+        const char *dir = getenv("SPILLWAY_DIR");
+        fd = open(dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0 || pwrite(fd, bytes.data(), kIoBytes, 0) != (ssize_t)kIoBytes) {
+            other++;
+            return;
+        }
+        th = std::thread([this] {
+            while (!stop.load(std::memory_order_relaxed)) {
+                ssize_t got = pread(fd, into, kIoBytes, 0);
+                if (got < 0 && errno == EFAULT) efault++;
+                else if (got < 0) other++;
+                else if (got != (ssize_t)kIoBytes) shorts++;
+                calls++;
+            }
+            if (pread(fd, into, kIoBytes, 0) != (ssize_t)kIoBytes) other++; // after every move: final bytes
+        });
+    }
+    void finish(uint64_t before_move) {
+        stop = true;
+        if (th.joinable()) th.join();
+        if (fd >= 0) close(fd);
+        printf("io_calls=%llu\nio_efault=%llu\nio_short=%llu\nio_other=%llu\nio_calls_before_move=%llu\n"
+               "io_intact=%d\n",
+               (unsigned long long)calls.load(), (unsigned long long)efault.load(),
+               (unsigned long long)shorts.load(), (unsigned long long)other.load(), (unsigned long long)before_move,
+               memcmp(into, bytes.data(), kIoBytes) == 0);
+    }
+};
 
 // Separate functions: separate call sites, as a real job's two buffers;
 // each keeps its own frame (a tail call to malloc would leave only main's).
@@ -210,13 +262,19 @@ int learn_quick(size_t dataset_mib, size_t table_mib, size_t writes) {
     return 0;
 }
 
-int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s, size_t check_pages) {
+int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s, size_t check_pages, bool io) {
     size_t rn = region_mib * MiB / 8;
     uint64_t *region = (uint64_t *)spillway_alloc(rn * 8, SPILLWAY_RANDOM_ACCESS);
     if (!region) return 3;
     printf("placed=%d\n", spillway_backing(region));
     fflush(stdout);
     for (size_t i = 0; i < rn; i++) region[i] = mix(i);
+    // The last MiB belongs to the I/O thread (checked by it, not below).
+    IoLoop loop;
+    if (io) {
+        rn -= kIoBytes / 8;
+        loop.start((char *)(region + rn));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(600));
     printf("before_growth=%d\n", spillway_backing(region));
     fflush(stdout);
@@ -244,6 +302,11 @@ int growth(size_t region_mib, size_t grow_mib, size_t rate_mib_s, size_t check_p
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     printf("after_growth=%d\nwaited_for_move_ms=%.0f\n", spillway_backing(region), ms_since(t1));
     printf("truth=%s\n", truth(region).c_str());
+    if (io) {
+        uint64_t before = loop.calls.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200)); // calls after the move, too
+        loop.finish(before);
+    }
     // Read the first 64 MiB back in order: from disk after a demotion
     // (read-ahead's figure); then the check, of every page or of one word
     // in check_pages pages (a slow disk read page by page takes minutes).
@@ -285,12 +348,18 @@ int paced_fill(size_t region_mib, size_t rate_mib_s) {
     return 0;
 }
 
-int want_promotion(size_t region_mib, double seconds) {
+int want_promotion(size_t region_mib, double seconds, bool io) {
     size_t n = region_mib * MiB / 8;
     uint64_t *p = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_DISK);
     if (!p) return 3;
     printf("placed=%d\n", spillway_backing(p));
     fflush(stdout);
+    IoLoop loop;
+    uint64_t before_move = 0;
+    if (io) {
+        n -= kIoBytes / 8; // the last MiB belongs to the I/O thread
+        loop.start((char *)(p + n));
+    }
     auto t0 = Clock::now();
     uint64_t x = (uint64_t)getpid() * 2654435761u + 1;
     double promoted_ms = -1;
@@ -303,8 +372,12 @@ int want_promotion(size_t region_mib, double seconds) {
             size_t i = x % n;
             p[i] = mix(i) + 1;
         }
-        if (promoted_ms < 0 && spillway_backing(p) == SPILLWAY_MEMORY) promoted_ms = ms_since(t0);
+        if (promoted_ms < 0 && spillway_backing(p) == SPILLWAY_MEMORY) {
+            promoted_ms = ms_since(t0);
+            before_move = loop.calls.load();
+        }
     }
+    if (io) loop.finish(before_move);
     size_t bad = 0;
     for (size_t i = 0; i < n; i++)
         if (p[i] && p[i] != mix(i) + 1) bad++;
@@ -322,13 +395,13 @@ int main(int argc, char **argv) {
         return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
     if (argc == 5 && strcmp(argv[1], "learn-quick") == 0)
         return learn_quick(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
-    if ((argc == 5 || argc == 6) && strcmp(argv[1], "growth") == 0)
+    if ((argc == 5 || argc == 6) && (strcmp(argv[1], "growth") == 0 || strcmp(argv[1], "growth-io") == 0))
         return growth(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10),
-                      argc == 6 ? strtoull(argv[5], 0, 10) : 1);
+                      argc == 6 ? strtoull(argv[5], 0, 10) : 1, strcmp(argv[1], "growth-io") == 0);
     if (argc == 4 && strcmp(argv[1], "paced-fill") == 0)
         return paced_fill(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
-    if (argc == 4 && strcmp(argv[1], "want-promotion") == 0)
-        return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0));
+    if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))
+        return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0), strcmp(argv[1], "want-promotion-io") == 0);
     fprintf(stderr, "tiering_job: unknown command; see the opening comment of tests/control/tiering_job.cpp\n");
     return 2;
 }

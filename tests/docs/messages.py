@@ -26,14 +26,18 @@ MIN_RETURNED = 20
 
 # Calls whose LAST argument is the message: the tool's one-line failures,
 # usage errors and warnings (tools/cli/cli.h), and the config reader's
-# fail(node, key, what) (shim/common/config.cpp), size_parse's fail(why).
-LAST_ARG_CALLS = {"fail", "usage_error", "warn", "config_error"}
+# fail(node, key, what) (shim/common/config.cpp), a piece of fixed text of
+# a message assembled without libstdc++ (say(), env_overrides.cpp).
+LAST_ARG_CALLS = {"fail", "usage_error", "warn", "config_error", "say"}
 # Calls whose SECOND argument is a printf format: the shim's logger.
 FORMAT_CALLS = {"SPW_LOG"}
-# Assignments that carry a message to one of the printers above.
-MESSAGE_VARIABLES = {"why_unusable", "error", "error_", "note", "e", "what"}
-# Buffers a message's part is formatted into (snprintf's first argument).
-MESSAGE_BUFFERS = {"remedy"}
+# Assignments that carry a message to one of the printers above (reason:
+# size_text.cpp's, a part of the size message).
+MESSAGE_VARIABLES = {"why_unusable", "error", "error_", "note", "e", "what", "reason"}
+# Buffers a message's part is formatted into (snprintf's first argument):
+# also the reasons and messages the front's rules write without libstdc++
+# (spill_dir_check.cpp's why, start_verdict.cpp's message).
+MESSAGE_BUFFERS = {"remedy", "why", "message"}
 # Functions that return their message to a printer: the config reader
 # (shim's and the tool's check of log.file). Matched by file name, so the
 # check survives files moving between folders.

@@ -11,6 +11,10 @@
  *         mremap=ERRNO    mremap fails
  *         mapshared=ERRNO mmap(..., MAP_SHARED ...) fails
  *         getrandom=ERRNO getrandom fails
+ *         userfaultfd=ERRNO userfaultfd fails (a container's default profile)
+ *         userfaultfd-kernel=ERRNO userfaultfd fails unless it asks for
+ *                         UFFD_USER_MODE_ONLY (vm.unprivileged_userfaultfd=0
+ *                         without CAP_SYS_PTRACE)
  *   ERRNO: a number or one of ENOSPC EDQUOT EIO ENOMEM EMFILE EROFS EACCES
  */
 #ifndef _GNU_SOURCE
@@ -76,6 +80,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "memfd")) rule(SYS_memfd_create, 0, 0, 0, err);
         else if (!strcmp(argv[i], "mremap")) rule(SYS_mremap, 0, 0, 0, err);
         else if (!strcmp(argv[i], "getrandom")) rule(SYS_getrandom, 0, 0, 0, err);
+        else if (!strcmp(argv[i], "userfaultfd")) rule(SYS_userfaultfd, 0, 0, 0, err);
+        else if (!strcmp(argv[i], "userfaultfd-kernel")) rule(SYS_userfaultfd, 0, 1 /* UFFD_USER_MODE_ONLY */, 1, err);
         else if (!strcmp(argv[i], "mapshared")) rule(SYS_mmap, 3, MAP_SHARED, 0, err);
         else { fprintf(stderr, "seccomp_fail: unknown rule %s\n", argv[i]); return 2; }
     }

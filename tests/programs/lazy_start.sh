@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# lazy_start.sh LIB PROGRAM SPILLWAY — when the engine starts (shim/front/engine_loader.h):
+# lazy_start.sh LIB PROGRAM SPILLWAY — when the engine starts (shim/front/engine_loader.h,
+# shim/front/start_verdict.h):
 #  * the front needs nothing but libc and libmimalloc.so.2 (no libstdc++);
-#  * with no setting given, a process that allocates nothing large never
-#    maps the engine or libstdc++; with one given, it is started (and the
-#    setting judged) before main;
+#  * a process that allocates nothing large never maps the engine or
+#    libstdc++: with no setting, with the variables set (the front judges
+#    them), with a config file this user's jobs ran before (its verdict is
+#    cached); a config file not seen before (or edited, or judged by another
+#    engine) is judged by the engine before main, then cached;
 #  * a bad setting still stops the job at start-up: exit 78, one line, and
-#    the program never ran;
+#    the program never ran, also when the config was edited into a bad one
+#    at the same size and time as a good one the cache knows;
 #  * the first large allocations, made by many threads at once, are all
 #    regions, and a fork child after that gets regions of its own;
 #  * a /dev/shm segment that is the first thing a process sizes is moved;
@@ -24,8 +28,38 @@ needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr 
 echo "front NEEDED: $needed"
 
 LD_PRELOAD="$lib" "$prog" idle absent || fail "no setting: the engine was loaded before its first use"
-LD_PRELOAD="$lib" SPILLWAY_DIR="$dir" "$prog" idle present || fail "SPILLWAY_DIR given: the engine did not start before main"
-echo "engine: not loaded without settings, loaded at start-up with one"
+LD_PRELOAD="$lib" SPILLWAY_DIR="$dir/spill" SPILLWAY_THRESHOLD=2MiB SPILLWAY_POLICY=disk SPILLWAY_LOG=error \
+    SPILLWAY_STATS="$dir/stats-%p" "$prog" idle absent || fail "the variables set: the engine was loaded before its first use"
+[ "$(stat -c %a "$dir/spill")" = 700 ] || fail "SPILLWAY_DIR: not made 0700 before main"
+grep -q '"regions":{"disk":0' "$dir"/stats-* || fail "SPILLWAY_STATS: no line from a process whose engine never started"
+echo "engine: not loaded without settings, nor with the variables (judged by the front)"
+
+# A config file: judged by the engine the first time (then cached), not loaded after.
+cfg=$dir/job.toml
+printf '# %s\nthreshold = "2MiB"\n' "$dir" >"$cfg"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$cfg" "$prog" idle present || fail "a new config: the engine did not judge it before main"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$cfg" "$prog" idle absent || fail "a config judged before: the engine was loaded before its first use"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$cfg" SPILLWAY_THRESHOLD=4MiB "$prog" idle absent ||
+    fail "a config judged before, with a variable: the engine was loaded before its first use"
+# Edited at the same size and modification time: judged again (the cache compares the bytes).
+cp -p "$cfg" "$dir/ref"
+printf '# %s\nthreshold = "3MiB"\n' "$dir" >"$cfg"
+touch -r "$dir/ref" "$cfg"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$cfg" "$prog" idle present || fail "an edited config (same size and time) was not judged again"
+printf '# %s\nthreshold = "3KiB"\n' "$dir" >"$cfg"
+touch -r "$dir/ref" "$cfg"
+status=0
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$cfg" "$prog" idle present 2>"$dir/err" || status=$?
+[ "$status" -eq 78 ] && grep -q "at least" "$dir/err" ||
+    fail "a config edited into a bad one (same size and time as a cached good one): exit $status, $(cat "$dir/err")"
+# Another engine (a copy elsewhere): its own verdict.
+mkdir "$dir/copy"
+cp "$lib" "$dir/copy/"
+cp "$(dirname "$(readlink -f "$lib")")/libspillway_engine.so" "$dir/copy/"
+printf '# %s\nthreshold = "2MiB"\n' "$dir" >"$cfg"
+LD_PRELOAD="$dir/copy/$(basename "$lib")" SPILLWAY_CONFIG="$cfg" "$prog" idle present ||
+    fail "another engine trusted this one's verdict"
+echo "config: judged by the engine once, then by its cached verdict; an edit or another engine judged again"
 
 status=0
 out=$(LD_PRELOAD="$lib" SPILLWAY_THRESHOLD=bogus "$prog" idle present 2>"$dir/err") || status=$?
@@ -44,8 +78,16 @@ echo "/dev/shm segment as the first use: moved to the spill directory"
 
 export SPILLWAY_LIBRARY=$lib
 "$spillway" run -q --dir "$dir" -- "$prog" idle absent || fail "under spillway run: the engine was loaded before its first use"
+status=0
+"$spillway" run -q --dir "$dir" -- env SPILLWAY_THRESHOLD=1KiB "$prog" idle present 2>/dev/null || status=$?
+[ "$status" -eq 78 ] || fail "under spillway run, a setting changed into a bad one: exit $status, want 78"
+# A changed good setting: the run's own config (its stats file names the run's temporary
+# directory, so its text is new to the cache) is judged by the engine in the first process
+# that has it, and by its cached verdict in the next.
 "$spillway" run -q --dir "$dir" -- env SPILLWAY_THRESHOLD=2MiB "$prog" idle present ||
-    fail "under spillway run, a changed setting: the engine did not judge it at start-up"
+    fail "under spillway run, a changed (good) setting: the engine did not judge the run's new config before main"
+"$spillway" run -q --dir "$dir" -- env SPILLWAY_THRESHOLD=2MiB sh -c '"$0" idle absent' "$prog" ||
+    fail "under spillway run, a changed (good) setting judged once: the engine was loaded before its first use"
 "$spillway" run -q --dir "$dir" -- "$prog" first-use 4 || fail "under spillway run: first use"
 err=$("$spillway" run --dir "$dir" -- "$prog" idle absent 2>&1 >/dev/null)
 grep -q "1 process reported, 0 placed large regions" <<<"$err" ||

@@ -5,7 +5,9 @@
 # owner, open mode, a symlink) is refused and the job spills to a fresh
 # private directory (one warning, exit 0, removed at exit); a child that
 # changes uid under an inherited SPILLWAY_DIR does the same; a bad directory
-# the user named still stops the job with exit 78. Runs in a private mount
+# the user named still stops the job with exit 78; a config's cached
+# verdict (shim/common/verdict_cache.h) is per user: one found in a
+# directory another user made is not trusted. Runs in a private mount
 # namespace with its own /var/tmp, so the machine's /var/tmp is untouched.
 set -euo pipefail
 lib=$1
@@ -112,4 +114,28 @@ st=$(run named shim SPILLWAY_DIR=/var/tmp/rootlink /bin/true)
 [ "$(wc -l < "$work/named.err")" = 1 ] || fail "exit 78 with more than one line: $(cat "$work/named.err")"
 grep -q "anonymous" "$work/named.err" && fail "contradicting messages: $(cat "$work/named.err")"
 echo "a bad SPILLWAY_DIR: one line, exit 78"
+
+# 5. A config's verdict, cached per user: root's second run needs no engine;
+#    the same cache file, put by root in a directory it made for nobody, is
+#    not trusted (nor written) by nobody's job; nobody's own cache is.
+rm -rf "/var/tmp/spillway-$nobody_uid"
+printf 'threshold = "2MiB"\n' >"$work/job.toml"
+chmod 0644 "$work/job.toml"
+engine_at_start() { # USER-PREFIX...: 1 if the engine was mapped before main, else 0
+  "$@" env LD_PRELOAD="$lib" SPILLWAY_CONFIG="$work/job.toml" cat /proc/self/maps | grep -c libspillway_engine || true
+}
+[ "$(engine_at_start)" -ge 1 ] || fail "root's first run of a config: not judged by the engine"
+[ "$(engine_at_start)" = 0 ] || fail "root's second run of the same config: the engine was loaded"
+mkdir -m 0755 "/var/tmp/spillway-$nobody_uid"
+cp -p /var/tmp/spillway-0/.spillway-verdicts "/var/tmp/spillway-$nobody_uid/"
+chmod 0644 "/var/tmp/spillway-$nobody_uid/.spillway-verdicts"
+before=$(md5sum < "/var/tmp/spillway-$nobody_uid/.spillway-verdicts")
+[ "$(engine_at_start as_nobody)" -ge 1 ] || fail "nobody trusted a verdict cached in a directory root made"
+[ "$(engine_at_start as_nobody)" -ge 1 ] || fail "nobody trusted a verdict cached in a directory root made (2nd run)"
+[ "$(md5sum < "/var/tmp/spillway-$nobody_uid/.spillway-verdicts")" = "$before" ] || fail "nobody wrote into root's cache"
+rm -rf "/var/tmp/spillway-$nobody_uid"
+[ "$(engine_at_start as_nobody)" -ge 1 ] || fail "nobody's first run of the config: not judged by the engine"
+[ "$(engine_at_start as_nobody)" = 0 ] || fail "nobody's second run: its own cached verdict was not used"
+[ "$(stat -c '%u %a' "/var/tmp/spillway-$nobody_uid/.spillway-verdicts")" = "$nobody_uid 600" ] || fail "nobody's cache"
+echo "config verdicts: cached per user; one in a directory another user made is not trusted"
 INNER

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fstream>
-#include <sstream>
 #include <unistd.h>
 
 namespace spillway::cli {
@@ -32,11 +31,13 @@ static std::string temp_root() {
     return t && *t == '/' ? t : "/tmp";
 }
 
-ChildConfig compose_child_config(const Settings &s, const std::string &user_config) {
+ChildConfig compose_child_config(const Settings &s, const std::string &user_config,
+                                 const std::string &user_text) {
     ChildConfig c;
     if (!s.stats_file.empty()) {
         c.config_path = user_config; // the user chose where stats go; leave the file alone
         c.stats_pattern = s.stats_file;
+        c.text = user_text;
         return c;
     }
     std::string templ = temp_root() + "/spillway-run.XXXXXX";
@@ -50,13 +51,6 @@ ChildConfig compose_child_config(const Settings &s, const std::string &user_conf
     c.stats_are_ours = true;
     c.config_path = c.temp_dir + "/config.toml";
 
-    std::string user_text;
-    if (!user_config.empty()) {
-        std::ifstream in(user_config, std::ios::binary);
-        std::stringstream buf;
-        buf << in.rdbuf();
-        user_text = buf.str();
-    }
     std::string appended = user_text + "\n# added by `spillway run`: where the shim reports what it did\n"
                                        "[stats]\nfile = " + toml_string(c.stats_pattern) + "\n";
     Settings check;
@@ -72,6 +66,7 @@ ChildConfig compose_child_config(const Settings &s, const std::string &user_conf
         remove_child_config(c);
         c.temp_dir.clear();
     }
+    c.text = text;
     return c;
 }
 

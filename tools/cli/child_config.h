@@ -25,10 +25,13 @@ struct ChildConfig {
     std::string temp_dir;      // ours to remove afterwards; empty when none was made
     bool stats_are_ours = false;
     std::string error;         // one line, when the copy could not be made
+    std::string text;          // what config_path holds (the marker of settings_check.h names it)
 };
 
-// user_config: the file the user named (empty for none).
-ChildConfig compose_child_config(const Settings &s, const std::string &user_config);
+// user_config: the file the user named (empty for none); user_text: its
+// text, as judged (the file is not read again: it may have changed since).
+ChildConfig compose_child_config(const Settings &s, const std::string &user_config,
+                                 const std::string &user_text);
 
 // Removes the temporary directory and what the shim wrote into it.
 void remove_child_config(const ChildConfig &c);

@@ -140,13 +140,14 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
 // The settings are judged (above): SPILLWAY_CHECKED lets every process of
 // the tree whose settings are still exactly these start the shim's engine
 // at its first use instead of judging them again (shim/common/settings_check.h).
-void mark_settings_judged(const Settings &settings, std::map<std::string, std::string> &child_env) {
+void mark_settings_judged(const Settings &settings, const std::string &config_text,
+                          std::map<std::string, std::string> &child_env) {
     auto lookup = [](void *ctx, const char *name) -> const char * {
         auto *env = static_cast<std::map<std::string, std::string> *>(ctx);
         auto it = env->find(name);
         return it != env->end() ? it->second.c_str() : getenv(name);
     };
-    uint64_t hash = settings_hash(lookup, &child_env);
+    uint64_t hash = settings_hash(lookup, &child_env, config_text.data(), config_text.size());
     char marker[80];
     format_checked(marker, sizeof marker, settings.threshold, static_cast<int>(settings.log_level), hash);
     child_env[kCheckedMarker] = marker;
@@ -190,7 +191,8 @@ int run_command(const Args &args) {
     if (int status = parse_run_options(args, opts); status >= 0) return status;
 
     Settings settings;
-    if (auto err = load_effective_settings(settings, opts.overlay)) {
+    std::string config_text; // the bytes judged: the marker names them (settings_check.h)
+    if (auto err = load_effective_settings(settings, opts.overlay, &config_text)) {
         std::cerr << config_error_line(*err, continuing_on_error()) << "\n";
         return continuing_on_error() ? run_without_shim(opts.command) : kConfigErrorExit;
     }
@@ -236,12 +238,12 @@ int run_command(const Args &args) {
     }
 
     const char *user_config = opts.overlay.lookup("SPILLWAY_CONFIG");
-    ChildConfig config = compose_child_config(settings, user_config ? user_config : "");
+    ChildConfig config = compose_child_config(settings, user_config ? user_config : "", config_text);
     if (!config.error.empty()) return fail("run", config.error);
     if (!config.config_path.empty()) child_env["SPILLWAY_CONFIG"] = config.config_path;
     if (!config.stats_pattern.empty()) child_env["SPILLWAY_STATS"] = config.stats_pattern;
     child_env["LD_PRELOAD"] = compose_ld_preload(library.found, getenv("LD_PRELOAD"));
-    mark_settings_judged(settings, child_env);
+    mark_settings_judged(settings, config.text, child_env);
 
     Recorder recorder;
     if (!opts.record_path.empty()) {

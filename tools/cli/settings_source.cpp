@@ -11,8 +11,11 @@ const char *EnvOverlay::lookup(const char *name) const {
     return ignore_process_env ? nullptr : getenv(name);
 }
 
-std::optional<std::string> load_effective_settings(Settings &out, const EnvOverlay &overlay) {
-    return load_settings(out, [&](const char *name) { return overlay.lookup(name); });
+std::optional<std::string> load_effective_settings(Settings &out, const EnvOverlay &overlay,
+                                                   std::string *config_text) {
+    LoadOptions opts;
+    opts.text_out = config_text;
+    return load_settings(out, [&](const char *name) { return overlay.lookup(name); }, opts);
 }
 
 std::string active_env_overrides(const EnvOverlay &overlay) {

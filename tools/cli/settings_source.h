@@ -22,7 +22,9 @@ struct EnvOverlay {
 };
 
 // load_settings with the overlay; nullopt on success, else the shim's message.
-std::optional<std::string> load_effective_settings(Settings &out, const EnvOverlay &overlay);
+// config_text: the config file's text as parsed (what `run` hashes).
+std::optional<std::string> load_effective_settings(Settings &out, const EnvOverlay &overlay,
+                                                   std::string *config_text = nullptr);
 
 // The SPILLWAY_* variables of the process environment that override a
 // setting ("SPILLWAY_DIR=/x"), for saying where a value came from.

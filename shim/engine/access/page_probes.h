@@ -22,7 +22,10 @@
 // region there (arena::region_at) and checking it is still the same live
 // region (start, birth), on disk, mapped shared over a file of this process
 // (not a fork child's private copy, not a foreign file), not being resized
-// (pins); the lock keeps it so while the pages are unmapped: a free's
+// (pins) nor moved (region_moving: a move publishes itself before it takes
+// the lock to check the region, so a move starts after the unmapping or is
+// seen; its userfaultfd ranges then find a probe as any unmapped page, and
+// the copy reads the file); the lock keeps it so while the pages are unmapped: a free's
 // retirement, the recycle cache and a realloc's mremap each take it before
 // they change the mapping, and the arena gives nothing else an address in
 // its range (arena.h). A region being moved by tiering is mapped shared in

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "backing/reaper.h"
 #include "spilldir.h"
+#include "stats_format.h"
 
 #include <cerrno>
 #include <cstring>
@@ -109,12 +110,10 @@ int ensure_memfd_size(SpillFile *f, uint64_t end) {
 }
 } // namespace
 
-const char *fallback_name(Fallback f) {
-    static const char *const names[] = {"no_space", "quota", "unsupported", "io_error",
-                                        "too_big", "no_spill_dir", "too_many_files",
-                                        "memfd_failed", "map_failed", "arena_full", "other"};
-    return names[static_cast<int>(f)];
-}
+static_assert(sizeof stats_key::kFallbackNames / sizeof *stats_key::kFallbackNames == (size_t)Fallback::count_,
+              "stats_format.h names every Fallback, in order");
+
+const char *fallback_name(Fallback f) { return stats_key::kFallbackNames[static_cast<int>(f)]; }
 
 Fallback fallback_from_errno(int err) {
     switch (err) {

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "registry/region.h"
 #include "stats/stats.h"
+#include "tiering/move_tracked.h"
 
 #include <atomic>
 #include <cerrno>
@@ -346,90 +347,78 @@ void set_chunk(uintptr_t a, uintptr_t b) {
     g_chunk_end.store(b);
 }
 
+// The chunk [done, done+n) of the region moved by the tracked mover
+// (move_tracked.h, Level::full): 0, or an error with the chunk where it was.
+int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, DiskReader &reader, size_t done,
+                       size_t n, TrackedPause *pause) {
+    const uintptr_t a = src.start + done;
+    if (src.backing != Backing::disk) {
+        auto first = [&] { return copy_chunk(src, dest, nullptr, done, n); };
+        return t.block(a, n, src.backing == Backing::memory, dest->fd, done, first, pause);
+    }
+    // The range maps dest from the pull's first step: the old file's chunk
+    // is read through a view of its own (its cached pages) and O_DIRECT.
+    void *view = mmap(nullptr, n, PROT_READ, MAP_SHARED, src.fd, (off_t)(src.file_off + done));
+    if (view == MAP_FAILED) return -errno;
+    Source old = src;
+    old.start = (uintptr_t)view - done;
+    auto copy = [&](int to_fd, uint64_t to_off, size_t rel, size_t len) -> int {
+        if (to_off == done) {
+            reader.first = false;
+            int rc = copy_disk_chunk(old, reader, to_fd, done + rel, len);
+            if (rc != -ENOTSUP) return rc;
+        }
+        return write_all(to_fd, (const char *)view + rel, len, (off_t)(to_off + rel));
+    };
+    int rc = dest->kind == Backing::memory
+                 ? t.pull(a, n, src.fd, src.file_off + done, dest->fd, done, copy, pause)
+                 : t.pull_then_block(a, n, src.fd, src.file_off + done, dest->fd, done, copy, pause);
+    munmap(view, n);
+    return rc;
+}
+
 // The move itself; the caller holds the move lock and has published r as the
-// region being moved. Chunk by chunk: read-only, copy, map dest over it.
+// region being moved. Chunk by chunk: where userfaultfd allows, the tracked
+// move (move_tracked.h: no access fails); otherwise read-only (a writer
+// waits in on_segv, a kernel store fails), copy, map dest over it.
 int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     install_handler();
     const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off,
                      r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
     const size_t len = r->map_len;
     const bool to_memory = dest->kind == Backing::memory;
+    TrackedMover tracked;
+    uffd::Level level = tracked.begin();
+    tracked.before_swap = [out](uintptr_t at, size_t n) {
+        uint64_t w0 = monotonic_ns();
+        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        if (out) out->waited_ns += monotonic_ns() - w0;
+    };
     DiskReader reader;
     bool reader_fits = to_memory && src.backing == Backing::disk;
-    if (reader_fits) {
+    if (reader_fits || (level == uffd::Level::full && src.backing == Backing::disk)) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
         reader.direct_fd = above_stdio(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
     }
     uint64_t t0 = monotonic_ns(), cpu0 = thread_cpu_ns();
+    if (out) out->scheme = level;
     g_moved_bytes.store(0);
     g_dest_fd.store(dest->fd);
     g_region_start.store(src.start);
     g_region_end.store(src.start + len);
     int rc = 0;
     size_t done = 0;
-    while (done < len && rc == 0) {
-        size_t n = len - done < kChunk ? len - done : kChunk;
-        uintptr_t a = src.start + done;
-        // A thread blocked reading into this chunk would get EFAULT: let it finish.
-        uint64_t w0 = monotonic_ns();
-        for (int tries = 0; tries < 200 && done > 0 && read_in_flight(a, n); tries++) {
-            timespec ts = {0, 5'000'000};
-            nanosleep(&ts, nullptr);
-        }
-        uint64_t p0 = monotonic_ns();
-        if (out) out->waited_ns += p0 - w0;
-        char *dest_map = nullptr;
-        bool by_reader = reader_fits;
-        if (by_reader) {
-            // First copy; if this way is refused (no FIEMAP), the chunk is
-            // copied the generic way below, from the start.
-            reader.first = true;
-            rc = copy_disk_chunk(src, reader, dest->fd, done, n);
-            reader.first = false;
-            if (rc == -ENOTSUP) {
-                by_reader = reader_fits = false;
-                rc = 0;
-            }
-        }
-        auto map_dest = [&]() -> int {
-            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
-            if (m == MAP_FAILED) return -errno;
-            dest_map = (char *)m;
-            return 0;
-        };
-        if (to_memory && !by_reader && (rc = map_dest()) != 0) break;
-        // A first copy while writers still run: it reads what is not in
-        // page cache and allocates the new home's pages, so the read-only
-        // window below is one memory-speed copy, not disk reads or reclaim.
-        if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
-        uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
-        if (out) out->precopy_ns += c0 - p0;
-        set_chunk(a, a + n);
-        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
-        if (rc == 0 && by_reader && (rc = copy_disk_chunk(src, reader, dest->fd, done, n)) == -ENOTSUP) {
-            by_reader = reader_fits = false; // refused only now: the generic copy, into a mapping
-            rc = map_dest();
-            if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
-        } else if (rc == 0 && !by_reader) {
-            rc = copy_chunk(src, dest, dest_map, done, n);
-        }
-        if (dest_map) munmap(dest_map, n);
-        if (rc == 0) {
-            void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
-            if (p == MAP_FAILED) rc = -errno;
-        }
-        if (rc != 0) mprotect((void *)a, n, PROT_READ | PROT_WRITE); // this chunk keeps its old home
-        else g_moved_bytes.store(done + n);
-        if (rc == 0 && write_back && src.backing == Backing::memory)
+    // After a chunk lives in dest: the old home's RAM back, the new bytes to disk.
+    auto after_chunk = [&](size_t n) {
+        g_moved_bytes.store(done + n);
+        if (write_back && src.backing == Backing::memory)
             // The old home's RAM goes back now, not after the last chunk (an
             // undo rewrites it from the new mapping, so nothing is lost).
             fallocate(src.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(src.file_off + done), (off_t)n);
-        set_chunk(0, 0);
-        uint64_t chunk_ns = monotonic_ns() - c0;
-        if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
-        if (out) out->protected_ns += chunk_ns;
-        if (rc != 0) break;
         if (write_back) {
             uint64_t b0 = monotonic_ns();
             // The bytes must leave RAM, not stay dirty page cache that a
@@ -441,6 +430,123 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             if (done >= 2 * kChunk) settle(dest->fd, done - 2 * kChunk, kChunk);
             if (out) out->writeback_ns += monotonic_ns() - b0;
         }
+    };
+    while (done < len && rc == 0) {
+        size_t n = len - done < kChunk ? len - done : kChunk;
+        uintptr_t a = src.start + done;
+        if (level == uffd::Level::full) {
+            TrackedPause pause;
+            uint64_t c0 = monotonic_ns();
+            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause);
+            if (t == 0) {
+                if (out) {
+                    out->precopy_ns += monotonic_ns() - c0 - pause.total_ns;
+                    out->protected_ns += pause.total_ns;
+                    if (pause.longest_ns > out->longest_chunk_ns) out->longest_chunk_ns = pause.longest_ns;
+                    out->recopied_bytes += pause.recopied;
+                }
+                after_chunk(n);
+                done += n;
+                continue;
+            }
+            // The chunk is where it was: it, and the rest, move the read-only way.
+            SPW_LOG(debug, "moving region %p: the tracked move of the chunk at offset %zu failed (%s); the rest "
+                           "moves the read-only way",
+                    (void *)src.start, done, strerror(-t));
+            tracked.end();
+            level = uffd::Level::none;
+            if (out) out->scheme = level;
+        }
+        // A thread blocked reading into this chunk would get EFAULT: let it finish.
+        uint64_t w0 = monotonic_ns();
+        for (int tries = 0; tries < 200 && done > 0 && read_in_flight(a, n); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+        uint64_t p0 = monotonic_ns();
+        if (out) out->waited_ns += p0 - w0;
+        char *dest_map = nullptr;
+        bool by_reader = reader_fits;
+        auto map_dest = [&]() -> int {
+            void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
+            if (m == MAP_FAILED) return -errno;
+            dest_map = (char *)m;
+            return 0;
+        };
+        // Level::user_only: the first copy is of everything, writes are
+        // tracked meanwhile, and the read-only window copies only those.
+        bool narrow = level == uffd::Level::user_only;
+        if (narrow) {
+            TrackedPause pause;
+            auto first = [&]() -> int {
+                if (by_reader) {
+                    reader.first = false;
+                    int c = copy_disk_chunk(src, reader, dest->fd, done, n);
+                    if (c != -ENOTSUP) return c;
+                    by_reader = reader_fits = false;
+                }
+                if (to_memory && !dest_map)
+                    if (int m = map_dest()) return m;
+                return copy_chunk(src, dest, dest_map, done, n);
+            };
+            int t = tracked.track_and_copy(a, n, dest->fd, done, first, &pause);
+            if (out) out->recopied_bytes += pause.recopied;
+            if (t != 0) {
+                narrow = false;
+                SPW_LOG(debug, "moving region %p: tracking the chunk at offset %zu failed (%s); it moves in "
+                               "the read-only way",
+                        (void *)src.start, done, strerror(-t));
+            }
+        } else {
+            if (by_reader) {
+                // First copy; if this way is refused (no FIEMAP), the chunk is
+                // copied the generic way below, from the start.
+                reader.first = true;
+                rc = copy_disk_chunk(src, reader, dest->fd, done, n);
+                reader.first = false;
+                if (rc == -ENOTSUP) {
+                    by_reader = reader_fits = false;
+                    rc = 0;
+                }
+            }
+            if (to_memory && !by_reader && (rc = map_dest()) != 0) break;
+            // A first copy while writers still run: it reads what is not in
+            // page cache and allocates the new home's pages, so the read-only
+            // window below is one memory-speed copy, not disk reads or reclaim.
+            if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        }
+        uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
+        if (out) out->precopy_ns += c0 - p0;
+        // One read-only window per chunk, not smaller steps: a system call
+        // copying into the region when a window opens comes back short, one
+        // that starts in it fails with EFAULT; more, shorter windows would
+        // turn failures into short counts, which programs check less.
+        set_chunk(a, a + n);
+        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        if (rc == 0 && narrow) {
+            rc = tracked.copy_written(a, n, dest->fd, done, nullptr); // only what was written since
+        } else if (rc == 0 && by_reader && (rc = copy_disk_chunk(src, reader, dest->fd, done, n)) == -ENOTSUP) {
+            by_reader = reader_fits = false; // refused only now: the generic copy, into a mapping
+            rc = map_dest();
+            if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+        } else if (rc == 0 && !by_reader) {
+            rc = copy_chunk(src, dest, dest_map, done, n);
+        }
+        if (dest_map) munmap(dest_map, n);
+        if (rc == 0) {
+            void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
+            if (p == MAP_FAILED) rc = -errno;
+        }
+        if (rc != 0) {
+            mprotect((void *)a, n, PROT_READ | PROT_WRITE); // this chunk keeps its old home
+            if (narrow) tracked.forget(a, n);
+        }
+        set_chunk(0, 0);
+        uint64_t chunk_ns = monotonic_ns() - c0;
+        if (out && chunk_ns > out->longest_chunk_ns) out->longest_chunk_ns = chunk_ns;
+        if (out) out->protected_ns += chunk_ns;
+        if (rc != 0) break;
+        after_chunk(n);
         done += n;
     }
     uint64_t b1 = monotonic_ns();
@@ -507,7 +613,21 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
 }
 
 // /proc/self/task/TID/syscall: "NR ARG1 ... ARG6 SP PC" for a blocked thread.
-bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
+// Whether this process's descriptor fd was opened O_DIRECT (/proc/self/fdinfo).
+bool opened_direct(unsigned long long fd) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/fdinfo/%llu", fd);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return false;
+    ssize_t n = read(f, buf, sizeof buf - 1);
+    close(f);
+    if (n <= 0) return false;
+    buf[n] = 0;
+    const char *flags = strstr(buf, "flags:");
+    return flags && (strtoul(flags + 6, nullptr, 8) & O_DIRECT);
+}
+
+bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end, bool direct_only) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     char buf[256];
@@ -518,6 +638,9 @@ bool syscall_reads_into(const char *path, uintptr_t start, uintptr_t end) {
     unsigned long long nr, a[6];
     if (sscanf(buf, "%llu %llx %llx %llx %llx %llx %llx", &nr, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]) != 7)
         return false;
+    // Direct I/O pins the buffer's pages and the device writes them later;
+    // a socket or a buffered read copies through the address (tracked).
+    if (direct_only && (nr == SYS_recvfrom || nr == SYS_recvmsg || !opened_direct(a[0]))) return false;
     auto hits = [&](uint64_t p, uint64_t len) { return len && p < end && p + len > start; };
     auto iov_hits = [&](uint64_t iov, uint64_t count) {
         if (count > 1024) count = 1024;
@@ -571,7 +694,7 @@ void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, co
     }
 }
 
-bool read_in_flight(uintptr_t start, size_t len) {
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only) {
     DIR *d = opendir("/proc/self/task");
     if (!d) return false;
     bool found = false;
@@ -580,7 +703,7 @@ bool read_in_flight(uintptr_t start, size_t len) {
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || atoi(e->d_name) == self) continue;
         char path[300];
         snprintf(path, sizeof path, "/proc/self/task/%.200s/syscall", e->d_name);
-        if ((found = syscall_reads_into(path, start, start + len))) break;
+        if ((found = syscall_reads_into(path, start, start + len, direct_only))) break;
     }
     closedir(d);
     return found;
@@ -594,9 +717,15 @@ int rehome_region(Region *r, SpillFile *dest) {
     g_moving_region.store(r);
     Backing old = r->backing;
     size_t len = r->map_len;
-    int rc = move_chunks(r, dest, false, nullptr);
+    uintptr_t start = r->start;
+    MoveResult res;
+    int rc = move_chunks(r, dest, false, &res);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
+    SPW_LOG(debug, "moved %zu MiB at %p %s -> %s (%s) in %.1f ms; an access waited at most %.3f ms; %zu KiB "
+                   "copied again (written during the move)",
+            len >> 20, (void *)start, backing_name(old), backing_name(dest->kind), uffd::level_name(res.scheme),
+            res.total_ns / 1e6, res.longest_chunk_ns / 1e6, res.recopied_bytes >> 10);
     stats_on_rehome(old, dest->kind, len); // the same region, elsewhere: no free, no new region
     return 0;
 }
@@ -618,7 +747,8 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
                  (r->file && (r->file->foreign || r->file->exported[0])))
             rc = -EBUSY;
     }
-    if (rc == 0 && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    // A read in flight into the region would fail in a read-only window; a tracked move waits for nothing.
+    if (rc == 0 && uffd::level() != uffd::Level::full && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
     if (out) out->checks_ns = monotonic_ns() - t0;
     if (rc == 0) rc = move_chunks(r, dest, write_back, out);
     g_moving_region.store(nullptr);
@@ -665,6 +795,7 @@ void rehome_after_fork_child(bool trusted) {
     new (&g_move_lock) std::mutex();
     g_forked_at_ns = monotonic_ns();
     g_last_fork_ns.store(0); // this process has not forked yet
+    uffd::forget_level();    // its first move asks again (a child may have added a seccomp filter)
     // A move this thread was making when a signal handler forked (only a
     // synchronous signal can: the mover blocks the others). Its mover never
     // runs here: give the child a private copy of the region's current

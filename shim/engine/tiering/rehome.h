@@ -1,37 +1,44 @@
 // rehome.h — moving a live region's bytes to a new file in place: same
 // address, same bytes, safe while other threads read and write it.
 //
-// How: the region moves one chunk (16 MiB) at a time. A chunk is made
-// read-only, its bytes are copied into the new file, and the file's chunk
-// is mapped over it (one mmap MAP_FIXED, atomic for every other thread).
-// A thread that writes into the chunk being copied faults; a SIGSEGV
-// handler recognises the address as "being moved", waits for that chunk to
-// be done and returns, so the write is retried against the new mapping.
-// Chunks not yet moved are written in their old home and copied later;
-// chunks already moved are written in the new one. Faults anywhere else
+// How: the region moves one chunk (16 MiB) at a time, each copied into the
+// new file and the file's chunk mapped over it (mmap MAP_FIXED, atomic for
+// every other thread). Where userfaultfd allows (os/uffd.h), move_tracked.h
+// moves the chunk while every thread and the kernel keep using it: writes
+// are tracked and copied again, and an access waits (never fails) only in
+// the last step; a system call into the region completes in full.
+// Otherwise (no userfaultfd) the chunk is made read-only while it is
+// copied: a thread that writes into it faults, and a SIGSEGV handler
+// recognises the address as "being moved", waits for that chunk to be done
+// and returns, so the write is retried against the new mapping. Chunks not
+// yet moved are written in their old home and copied later; chunks already
+// moved are written in the new one. Faults anywhere else
 // are passed to the handler that was installed before ours (or the default
 // action), unchanged.
 //
-// Invariant: readers never block and never see torn data; a writer waits
-// for at most one chunk's copy; at most one move is in flight (moves are
-// rare and serialised by the move lock, which fork also takes so a child
-// never inherits a half-moved region); the moving thread has every
+// Invariant: readers never see torn data; a writer waits for at most one
+// last step (tracked) or one chunk's copy; at most one move is in flight
+// (moves are rare and serialised by the move lock, which fork also takes so
+// a child never inherits a half-moved region); the moving thread has every
 // asynchronous signal blocked, so no signal handler can fork in the middle
 // of a move; an untrusted fork child (fork_safety.h) moves nothing (-EPERM);
 // a region being resized or retired
 // (pinned) is never moved, and one being moved is not resized or retired
 // until the move is over.
 //
-// Known limitation: the kernel's own stores into the region (read(2) or
-// recv(2) into it) do not fault to user space; into the chunk being copied
-// they fail with EFAULT. Only userfaultfd write-protection could make them
-// wait, and container seccomp profiles forbid it, so it is documented
-// instead. The window is one chunk's copy (milliseconds), and the tiering
-// mover does not start a chunk while a thread of this process is blocked in
-// read/pread/readv/preadv/recvfrom/recvmsg with a buffer in it (from
-// /proc/self/task/*/syscall); asynchronous I/O (io_uring, AIO) is invisible.
+// Without userfaultfd (seccomp, kernels before 6.7) the kernel's own stores
+// into the region (read(2) or recv(2) into it) do not fault to user space;
+// into the chunk being copied they fail with EFAULT, or come back short
+// when they began before it. The window is one chunk's copy (milliseconds),
+// and the mover does not start a chunk while a thread of
+// this process is blocked in read/pread/readv/preadv/recvfrom/recvmsg with
+// a buffer in it (from /proc/self/task/*/syscall); asynchronous I/O
+// (io_uring, AIO) is invisible. With userfaultfd for user faults only, the
+// window is the last copy of what was written during the move. os/uffd.h logs
+// once which of the three this process has; docs/moves.md is the contract.
 #pragma once
 
+#include "os/uffd.h"
 #include "registry/placement.h" // Backing
 
 #include <cstddef>
@@ -61,12 +68,15 @@ struct MoveResult {
     uint64_t cpu_ns = 0;       // the mover thread's CPU time (the rest of total_ns it waited)
     size_t cached_bytes = 0;   // a disk source into memory: copied from page cache
     size_t disk_bytes = 0;     // ... and read from disk (in the read-only copies)
+    uffd::Level scheme = uffd::Level::none; // how: tracked (full), narrowed (user_only), read-only chunks
+    size_t recopied_bytes = 0; // copied again because they were written during the move (tracked)
 };
 
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)
-// only if it is still live, not pinned, not private, and no thread is
-// blocked in a read into it; else -EBUSY (try again later) or -ESTALE (gone).
+// only if it is still live, not pinned, not private, and (without
+// userfaultfd for kernel faults) no thread is blocked in a read into it;
+// else -EBUSY (try again later) or -ESTALE (gone).
 // write_back: write each copied chunk to disk and drop its page cache before
 // mapping it (demotion under memory pressure: the bytes must leave RAM).
 // Stats are the caller's. 0 or -errno; on error r keeps its old home and
@@ -121,8 +131,10 @@ void wait_out_move(const Region *r);
 Backing moving_to(const Region *r);
 
 // True when a thread of this process is blocked in a read-like system call
-// whose buffer overlaps [start, start+len).
-bool read_in_flight(uintptr_t start, size_t len);
+// whose buffer overlaps [start, start+len); direct_only: a read(v) or
+// pread(v) of a descriptor opened O_DIRECT (the device writes the pages it
+// pinned, wherever they are mapped by then).
+bool read_in_flight(uintptr_t start, size_t len, bool direct_only = false);
 
 // Fork (fork_safety.h, lock 3 of its order): prepare waits for a move in
 // flight unless this thread is the mover (returns false then); the child

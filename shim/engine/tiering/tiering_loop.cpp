@@ -285,14 +285,14 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     uint64_t done = monotonic_ns();
     SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
                   "faults/s; room %llu MiB (others claimed %llu MiB), memfd and claim in %.0f ms; %llu MiB of cold page cache paged out in %.0f ms, memory allocated in %.0f ms, moved "
-                  "in %.0f ms after %.0f ms of locks and checks (%.0f ms/GiB: first copy %.0f ms, read-only copy of %zu MiB "
-                  "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms; %.0f ms on CPU), writers paused at most %.1f ms; in memory %.2f s after the "
+                  "in %.0f ms (%s) after %.0f ms of locks and checks (%.0f ms/GiB: first copy %.0f ms, last copy of %zu MiB "
+                  "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms; %.0f ms on CPU), accesses paused at most %.1f ms; in memory %.2f s after the "
                   "detector's verdict",
             c.bytes / kMiB, (void *)c.start,
             c.phase_since_ns && now > c.phase_since_ns ? (now - c.phase_since_ns) / 1e9 : 0.0, c.fault_rate,
             (unsigned long long)(room / kMiB), (unsigned long long)(others / kMiB), ms(claim_ns), (unsigned long long)(paged_out / kMiB), ms(room_ns),
             ms(alloc_ns - room_ns),
-            ms(res.total_ns), ms(res.checks_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
+            ms(res.total_ns), uffd::level_name(res.scheme), ms(res.checks_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
             ms(res.precopy_ns), res.cached_bytes / kMiB, res.disk_bytes / kMiB, ms(res.protected_ns), ms(res.waited_ns),
             ms(res.cpu_ns), ms(res.longest_chunk_ns),
             c.phase_since_ns && done > c.phase_since_ns ? (done - c.phase_since_ns) / 1e9 : 0.0);
@@ -326,12 +326,13 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
     g_stats.demote_reasons[(int)v.reason].fetch_add(1, std::memory_order_relaxed);
     SPW_LOG(info, "tiering: demoted %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
                   "limit, growing %.0f MiB/s besides regions filling at %.0f MiB/s with %llu MiB to go, "
-                  "need %llu MiB free); moved in %.0f ms (%.0f ms/GiB), writers paused at most %.1f ms",
+                  "need %llu MiB free); moved in %.0f ms (%.0f ms/GiB, %s), accesses paused at most %.1f ms",
             c.bytes / kMiB, (void *)c.start, backing_name(c.backing), demote_reason_name(v.reason),
             (unsigned long long)(in.unreclaimable / kMiB), (unsigned long long)(in.limit / kMiB),
             in.growth / kMiB, in.fill_growth / kMiB, (unsigned long long)(in.unfilled / kMiB),
             (unsigned long long)(v.need / kMiB), ms(res.total_ns),
-            ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes, ms(res.longest_chunk_ns));
+            ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes, uffd::level_name(res.scheme),
+            ms(res.longest_chunk_ns));
     return true;
 }
 

@@ -4,7 +4,7 @@
 INTEGRATION_PACKAGES=(
     docker.io containerd runc          # the daemon and runtime
     gcc libc6-dev                      # scenario programs are built on the host
-    meson ninja-build pkg-config g++   # building the shim when no path is given
+    meson ninja-build pkg-config g++   # building the shim when no path is given (-Dtests=false: no catch2)
     libmimalloc-dev libunwind-dev libtomlplusplus-dev
     nlohmann-json3-dev                 # meson setup configures the tool too (tools/cli)
     python3 python3-numpy python3-torch

@@ -1,0 +1,138 @@
+// spill_dir_check.cpp — see spill_dir_check.h.
+#include "spill_dir_check.h"
+
+#include "fd_policy.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+
+// Permission denied on the way to a directory: it is another user's (most
+// often inherited by a process that changed uid), not a typo to fix.
+bool denied(int err) { return err == EACCES || err == EPERM; }
+
+void refuse(SpillDirCheck *d, int length) { d->why_needed = length < 0 ? 0 : (size_t)length; }
+
+// mkdir -p with 0700 for what is created; existing parents are left alone.
+bool make_dirs(char *path, SpillDirCheck *d, char *why, size_t cap) {
+    size_t len = strlen(path);
+    for (size_t i = 1; i <= len; i++) {
+        if (i != len && path[i] != '/') continue;
+        char cut = path[i];
+        path[i] = 0;
+        int err = mkdir(path, 0700) != 0 && errno != EEXIST ? errno : 0;
+        if (err) {
+            d->foreign = denied(err);
+            int n = d->foreign ? snprintf(why, cap, "cannot create %s (%s) as uid %u", path, strerror(err),
+                                          (unsigned)geteuid())
+                               : snprintf(why, cap, "cannot create %s (%s)", path, strerror(err));
+            path[i] = cut;
+            refuse(d, n);
+            return false;
+        }
+        path[i] = cut;
+    }
+    return true;
+}
+
+// The checks on what lstat (or, on the fast path, fstat of the opened
+// directory) says: a real directory, this user's, not open to others.
+bool owner_and_mode(const char *path, const struct stat &st, SpillDirCheck *d, char *why, size_t cap) {
+    if (S_ISLNK(st.st_mode)) {
+        refuse(d, snprintf(why, cap, "%s is a symlink; point spill.dir at a real directory", path));
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        refuse(d, snprintf(why, cap, "%s is not a directory", path));
+        return false;
+    }
+    if (st.st_uid != geteuid()) {
+        d->foreign = true;
+        refuse(d, snprintf(why, cap, "%s is owned by uid %u, not by this user (uid %u); use a directory of your own",
+                           path, (unsigned)st.st_uid, (unsigned)geteuid()));
+        return false;
+    }
+    if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) {
+        refuse(d, snprintf(why, cap, "%s is writable by others without the sticky bit; chmod 0700 it", path));
+        return false;
+    }
+    return true;
+}
+
+// With the directory open as d->fd: writable, and on a disk (or allowed).
+void writable_and_on_disk(const char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
+    if (access(path, W_OK) != 0) {
+        refuse(d, snprintf(why, cap, "%s is not writable (%s)", path, strerror(errno)));
+        return;
+    }
+    struct statfs fs;
+    if (fstatfs(d->fd, &fs) == 0 && is_ram_filesystem((unsigned long)fs.f_type)) {
+        d->on_tmpfs = true;
+        if (!allow_tmpfs) {
+            refuse(d, snprintf(why, cap,
+                               "%s is on tmpfs/ramfs, which is RAM: spilling there cannot survive a memory "
+                               "limit; use a disk directory or set spill.allow_tmpfs = true",
+                               path));
+            return;
+        }
+    }
+    d->usable = true;
+}
+
+} // namespace
+
+int default_spill_dir_text(char *out, size_t cap) {
+    return snprintf(out, cap, "/var/tmp/spillway-%u", (unsigned)geteuid());
+}
+
+bool is_ram_filesystem(unsigned long f_type) { return f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC; }
+
+void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
+    *d = SpillDirCheck{};
+    if (cap) why[0] = 0;
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') path[--len] = 0;
+    const int kOpenFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    struct stat st;
+
+    // The directory exists and is a directory, not a symlink: every mkdir
+    // below would be EEXIST and lstat would say what fstat says.
+    int fd = above_stdio(open(path, kOpenFlags));
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        if (!owner_and_mode(path, st, d, why, cap)) {
+            close(fd);
+            return;
+        }
+        d->fd = fd;
+        writable_and_on_disk(path, allow_tmpfs, d, why, cap);
+        return;
+    }
+    if (fd >= 0) close(fd);
+
+    // Missing or refused: each step in turn, for its own reason.
+    if (!make_dirs(path, d, why, cap)) return;
+    if (lstat(path, &st) != 0) {
+        int err = errno;
+        d->foreign = denied(err);
+        refuse(d, snprintf(why, cap, "cannot stat %s (%s)", path, strerror(err)));
+        return;
+    }
+    if (!owner_and_mode(path, st, d, why, cap)) return;
+    d->fd = above_stdio(open(path, kOpenFlags));
+    if (d->fd < 0) {
+        refuse(d, snprintf(why, cap, "cannot open %s (%s)", path, strerror(errno)));
+        return;
+    }
+    writable_and_on_disk(path, allow_tmpfs, d, why, cap);
+}
+
+} // namespace spillway

@@ -1,0 +1,40 @@
+// spill_dir_check.h — whether a directory may hold spill files: made if
+// missing (0700, parents as needed), then refused if it is a symlink, not a
+// directory, another user's, writable by others without the sticky bit,
+// not writable, or RAM (tmpfs, ramfs) unless allowed. The one set of rules
+// the engine (spilldir.h, open_spill_dir), the tool and the front run: the
+// front checks a directory the job named at start-up, before the engine is
+// loaded, so a bad one stops the job before it runs (front/start_verdict.h).
+//
+// Invariant: no allocation, no exception, no libstdc++; the reason is the
+// line open_spill_dir has always given, word for word. An existing private
+// directory costs one open and four calls on it (fstat, access, fstatfs,
+// close); the mkdir of every prefix and the lstat are made only when that
+// open fails, in the order that gives each failure its own reason.
+#pragma once
+
+#include <cstddef>
+
+namespace spillway {
+
+struct SpillDirCheck {
+    int fd = -1;           // the directory, when it could be opened (without following a symlink)
+    bool usable = false;
+    bool on_tmpfs = false;
+    bool foreign = false;  // another user's, or this uid may not reach it
+    size_t why_needed = 0; // the reason's whole length (why[] holds at most cap - 1)
+};
+
+// Checks the directory `path` (NUL-terminated; trailing slashes are cut in
+// place, and the string is cut and restored while its parents are made).
+// The reason a refused directory is refused goes to why[0..cap).
+void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *out, char *why, size_t cap);
+
+// The default spill directory, one per user so that no user's directory can
+// stand in another's way: /var/tmp/spillway-<euid>. snprintf's count.
+int default_spill_dir_text(char *out, size_t cap);
+
+// Whether a filesystem of this statfs f_type is RAM (tmpfs, ramfs).
+bool is_ram_filesystem(unsigned long f_type);
+
+} // namespace spillway

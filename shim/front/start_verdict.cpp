@@ -1,0 +1,208 @@
+// start_verdict.cpp — see start_verdict.h.
+#include "start_verdict.h"
+
+#include "engine_loader.h"
+#include "env_overrides.h"
+#include "fd_policy.h"
+#include "settings_check.h"
+#include "spill_dir_check.h"
+#include "start_memory.h"
+#include "verdict_cache.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+
+enum Variable { kConfig, kDir, kThreshold, kPolicy, kLog, kStats }; // kSettingVariables' order
+
+const char *request_lookup(void *ctx, const char *name) {
+    auto *req = static_cast<const StartRequest *>(ctx);
+    for (size_t i = 0; i < kSettingVariableCount; i++)
+        if (strcmp(name, kSettingVariables[i]) == 0) return req->env[i];
+    return nullptr;
+}
+
+// The config file's text, as the engine's read_config_file would read it
+// (at most 16 MiB). Only a regular file: anything else (a pipe, a
+// directory, an error) the engine reads itself, and says what is wrong.
+bool read_config(const char *path, StartRequest *req) {
+    constexpr size_t kMaxConfig = 16u << 20;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    struct stat st;
+    char *text = nullptr;
+    size_t cap = 0, len = 0;
+    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size <= kMaxConfig;
+    if (ok) {
+        cap = (size_t)st.st_size + 1; // one more, to see the end at once
+        text = (char *)start_keep(cap); // kept for the process's life: the engine parses it
+        ok = text != nullptr;
+    }
+    while (ok) {
+        if (len == cap) { // it grew since fstat: the engine reads it itself
+            ok = false;
+            break;
+        }
+        ssize_t n = read(fd, text + len, cap - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) ok = false;
+        if (n <= 0) break;
+        len += (size_t)n;
+    }
+    close(fd);
+    if (!ok || len > kMaxConfig) return false; // text, if any, is abandoned: start-up memory is never freed
+    req->config_text = text;
+    req->config_len = len;
+    return true;
+}
+
+// `spillway run` judged exactly these settings and this config text.
+bool judged_by_runner(StartRequest *req, StartVerdict *v) {
+    uint64_t threshold = 0, hash = 0;
+    int level = 0;
+    if (!parse_checked(getenv(kCheckedMarker), &threshold, &level, &hash)) return false;
+    if (req->env[kConfig] && !req->config_text) return false; // unread: not the text it judged
+    if (hash != settings_hash(request_lookup, req, req->config_text, req->config_len) ||
+        threshold < kMinThreshold || level < (int)LogLevel::error || level > (int)LogLevel::debug)
+        return false;
+    v->threshold = threshold;
+    v->level = (LogLevel)level;
+    v->stats_file = req->env[kStats];
+    return true;
+}
+
+// The message's length said it was cut: leave it to the engine, never
+// print half a line.
+bool fits(size_t needed, size_t cap) { return needed < cap; }
+
+// The log file a judged config names: open now, as the engine would.
+bool open_log(const SimpleSettings &s, StartVerdict *v) {
+    if (!*s.log_file) return true;
+    int fd = above_stdio(open(s.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    if (fd >= 0) {
+        v->log_fd = fd;
+        return true;
+    }
+    int n = snprintf(v->message, sizeof v->message, "%s: key 'log.file': cannot open %s (%s)", s.source,
+                     s.log_file, strerror(errno));
+    v->mode = fits((size_t)n, sizeof v->message) ? StartMode::refused : StartMode::engine_judges;
+    return false;
+}
+
+// A directory the job named, where a refusal stops it (the engine's
+// spill_dir_refusal_is_fatal, less spill_dir_falls_back: a directory of
+// another user is replaced by a private one, tmpfs only warns).
+bool check_named_dir(const SimpleSettings &s, StartVerdict *v) {
+    if (!s.spill_dir_given || !policy_needs_disk(s.policy)) return true;
+    char path[2 * PATH_MAX];
+    size_t len = strlen(s.spill_dir);
+    if (len >= sizeof path) return v->mode = StartMode::engine_judges, false;
+    memcpy(path, s.spill_dir, len + 1);
+    char why[PATH_MAX + 512];
+    SpillDirCheck d;
+    check_spill_dir(path, s.allow_tmpfs, &d, why, sizeof why);
+    if (d.fd >= 0) close(d.fd); // the engine opens it again at its first spill
+    if (d.usable || d.on_tmpfs || d.foreign) return true;
+    if (!fits(d.why_needed, sizeof why)) return v->mode = StartMode::engine_judges, false;
+    int n = snprintf(v->message, sizeof v->message, "%s: key 'spill.dir': %s", s.source, why);
+    v->mode = fits((size_t)n, sizeof v->message) ? StartMode::refused : StartMode::engine_judges;
+    return false;
+}
+
+// The variables as they are now, copied: a program may overwrite its
+// initial environment in place later (setproctitle does, to show a longer
+// process title), and the engine may start much later. false: none is set.
+bool snapshot_variables(StartRequest *req) {
+    const char *values[kSettingVariableCount + 1];
+    size_t total = 0;
+    bool any = false;
+    for (size_t i = 0; i <= kSettingVariableCount; i++) {
+        const char *v = getenv(i < kSettingVariableCount ? kSettingVariables[i] : "SPILLWAY_ON_ERROR");
+        values[i] = v && *v ? v : nullptr;
+        if (values[i]) total += strlen(values[i]) + 1;
+        any = any || (values[i] && i < kSettingVariableCount);
+    }
+    char *copy = total ? (char *)start_keep(total) : nullptr; // kept for the process's life
+    for (size_t i = 0; i <= kSettingVariableCount; i++) {
+        const char *v = values[i];
+        if (v && copy) {
+            size_t n = strlen(v) + 1;
+            v = (const char *)memcpy(copy, v, n);
+            copy += n;
+        }
+        if (i < kSettingVariableCount) req->env[i] = v;
+        else req->on_error = v;
+    }
+    return any;
+}
+
+} // namespace
+
+void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
+    bool any = snapshot_variables(req);
+    req->judged = true; // unless the engine must start now (below)
+    v->mode = StartMode::defaults;
+    v->threshold = kDefaultThreshold;
+    if (!any) return;
+
+    const char *config = req->env[kConfig];
+    if (config) read_config(config, req);
+    if (judged_by_runner(req, v)) {
+        v->mode = StartMode::judged;
+        return;
+    }
+
+    // Judged here, or by the engine now.
+    v->mode = StartMode::engine_judges;
+    req->judged = false;
+    SimpleSettings s;
+    void *storage = nullptr; // stays nullptr: the entry is read into start_keep memory, never freed
+    if (config) {
+        char engine[PATH_MAX + 64];
+        engine_file_path(engine, sizeof engine);
+        ConfigVerdict c;
+        if (!req->config_text || !engine_identity(engine, &req->engine)) return;
+        char cache[64];
+        verdict_cache_dir(cache, sizeof cache);
+        if (!verdict_cache_lookup(cache, req->engine, req->config_text, req->config_len, &c, &storage,
+                                  start_keep)) {
+            req->store_verdict = true;
+            return;
+        }
+        s.source = config;
+        s.threshold = c.threshold;
+        s.policy = c.policy;
+        s.log_level = c.log_level;
+        s.spill_dir = c.spill_dir_given ? c.spill_dir : nullptr;
+        s.spill_dir_given = c.spill_dir_given;
+        s.allow_tmpfs = c.allow_tmpfs;
+        s.log_file = c.log_file;
+        s.stats_file = c.stats_file;
+    }
+    size_t needed = 0;
+    if (!apply_env_overrides(&s, request_lookup, req, v->message, sizeof v->message, &needed)) {
+        if (fits(needed, sizeof v->message)) v->mode = StartMode::refused;
+        return;
+    }
+    if (!open_log(s, v) || !check_named_dir(s, v)) {
+        if (v->log_fd > 2) close(v->log_fd);
+        v->log_fd = 2;
+        return;
+    }
+    v->mode = StartMode::judged;
+    v->threshold = s.threshold;
+    v->level = s.log_level;
+    v->stats_file = *s.stats_file ? s.stats_file : nullptr;
+    req->judged = true;
+    req->log_fd = v->log_fd > 2 ? v->log_fd : -1;
+}
+
+} // namespace spillway

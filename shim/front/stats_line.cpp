@@ -1,0 +1,138 @@
+// stats_line.cpp — see stats_line.h.
+#include "stats_line.h"
+
+#include "json_text.h"
+#include "stats_format.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+
+// A JSON line assembled into a fixed buffer: never overrun; once a piece
+// does not fit, the line is cut and nothing more is added.
+struct Out {
+    char *buf;
+    size_t cap;
+    size_t used = 0;
+    bool cut = false;
+    void add(const char *text) {
+        size_t n = strlen(text);
+        if (cut || n >= cap - used) {
+            cut = true;
+            return;
+        }
+        memcpy(buf + used, text, n);
+        used += n;
+    }
+    void member(const char *name) { // ,"name":
+        add(",\"");
+        add(name);
+        add("\":");
+    }
+    void quoted(const char *text, size_t len) {
+        if (cut) return;
+        size_t n = json_quote_into(buf + used, cap - used, text, len);
+        if (n >= cap - used) cut = true;
+        else used += n;
+    }
+};
+
+// /proc/self/cmdline with its NULs as spaces, as the engine reads it.
+size_t command_line(char *out, size_t cap) {
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, out, cap - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    for (ssize_t i = 0; i < n - 1; i++)
+        if (out[i] == 0) out[i] = ' ';
+    out[n] = 0;
+    return strlen(out);
+}
+
+} // namespace
+
+void write_empty_stats_line(const char *pattern) {
+    namespace key = stats_key;
+    if (!pattern || !*pattern) return;
+    char path[4096];
+    size_t n = 0;
+    for (const char *c = pattern; *c && n + 24 < sizeof path; c++) {
+        if (c[0] == '%' && c[1] == 'p') {
+            n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)getpid());
+            c++;
+        } else {
+            path[n++] = *c;
+        }
+    }
+    path[n] = 0;
+
+    char line[2048], cmd[512], num[32];
+    Out o{line, sizeof line - 1};
+    snprintf(num, sizeof num, "%d", (int)getpid());
+    o.add("{\"");
+    o.add(key::pid);
+    o.add("\":");
+    o.add(num);
+    o.member(key::cmd);
+    o.quoted(cmd, command_line(cmd, sizeof cmd));
+    if (const char *v = getenv("RANK")) {
+        o.member(key::rank);
+        o.quoted(v, strlen(v));
+    }
+    if (const char *v = getenv("LOCAL_RANK")) {
+        o.member(key::local_rank);
+        o.quoted(v, strlen(v));
+    }
+    static const char *const by_backing[] = {key::regions, key::bytes, key::peak_bytes, key::live_bytes_at_exit};
+    static const char *const counts[] = {key::frees, key::reallocs_in_place, key::reallocs_moved};
+    static const char *const moved[] = {key::promoted_bytes, key::demotions, key::demoted_bytes};
+    for (const char *name : by_backing) {
+        o.member(name);
+        for (int b = 0; b < 3; b++) {
+            o.add(b ? ",\"" : "{\"");
+            o.add(key::kBackings[b]);
+            o.add("\":0");
+        }
+        o.add("}");
+    }
+    o.member(key::fallbacks);
+    int i = 0;
+    for (const char *name : key::kFallbackNames) {
+        o.add(i++ ? ",\"" : "{\"");
+        o.add(name);
+        o.add("\":0");
+    }
+    o.add("}");
+    for (const char *name : counts) {
+        o.member(name);
+        o.add("0");
+    }
+    o.member(key::tiering);
+    o.add("{\"");
+    o.add(key::promotions);
+    o.add("\":0");
+    for (const char *name : moved) {
+        o.member(name);
+        o.add("0");
+    }
+    o.add(",\"demote_reasons\":{\"near_limit\":0,\"growing\":0,\"kernel_pressure\":0},\"move_ms\":0,"
+          "\"longest_pause_us\":0,\"controller_cpu_us\":0}");
+    o.member(key::sites);
+    o.add("[]}\n");
+    if (o.cut) return; // no half line
+
+    int out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (out < 0) return;
+    ssize_t ignored = write(out, line, o.used);
+    (void)ignored;
+    close(out);
+}
+
+} // namespace spillway

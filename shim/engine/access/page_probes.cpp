@@ -3,7 +3,6 @@
 
 #include "registry/arena.h"
 #include "registry/region.h"
-#include "tiering/rehome.h"
 
 #include <algorithm>
 #include <atomic>
@@ -105,7 +104,7 @@ bool still_ours(const ProbeSet &s) {
     Region *r = arena::region_at((const void *)s.start);
     return r && r->start == s.start && r->born_ns == s.born && !r->freed.load() &&
            r->backing == Backing::disk && !r->is_private && r->file && !r->file->foreign &&
-           r->pins.load() == 0 && !region_moving(r) && r->map_len >= s.pages * kPage;
+           r->pins.load() == 0 && !r->moving.load() && r->map_len >= s.pages * kPage;
 }
 
 // Whether the page is in the page cache (mincore on a file mapping says so

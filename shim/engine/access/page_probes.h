@@ -22,7 +22,7 @@
 // region there (arena::region_at) and checking it is still the same live
 // region (start, birth), on disk, mapped shared over a file of this process
 // (not a fork child's private copy, not a foreign file), not being resized
-// (pins) nor moved (region_moving: a move publishes itself before it takes
+// (pins) nor moved (Region::moving: a move publishes itself before it takes
 // the lock to check the region, so a move starts after the unmapping or is
 // seen; its userfaultfd ranges then find a probe as any unmapped page, and
 // the copy reads the file); the lock keeps it so while the pages are unmapped: a free's

@@ -12,6 +12,27 @@
 // read or a write, by the program or by the kernel on its behalf, maps it
 // back with a minor fault, which pagemap shows.
 //
+// Why not soft-dirty bits or PAGEMAP_SCAN's written bits (kernel 6.18
+// has both): clearing soft-dirty (/proc/self/clear_refs "4") write-protects
+// every page of the process, so after each clear the first store to every
+// page the program uses (mimalloc's heap, stacks: the small-allocation
+// path) takes a fault, while a probe costs a fault on its own page only;
+// both bits see stores only, so a dataset read back in order says nothing;
+// and PAGE_IS_WRITTEN means something only in a range registered for
+// userfaultfd write protection, which a file on disk does not support
+// (anonymous memory, shmem and hugetlbfs only; without it every present
+// page reads as written). Unmapping sees reads and writes, on exactly the
+// pages sampled, and what other code reads is unchanged: residency is
+// asked of the page cache (mincore, cachestat: tiering, spillway_residency),
+// where an unmapped probe stays; pagemap is read for anonymous regions
+// (rehome.cpp) and for regions being moved (move_tracked.h, which probes
+// keep off: Region::moving), and the presence detector is told the probes
+// are present (runs_with_probes).
+//
+// A scatter that ended before the sampler first looked needs no probe:
+// the first look at a fresh region sees its islands (classify_first_look,
+// access_detector.h).
+//
 // How touches tell access apart, with no timing assumption: two windows
 // back to back, and which probes were touched in each. A pass in order
 // touches a page once per pass, so a probe touched in the first window is

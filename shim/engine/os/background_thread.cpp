@@ -20,6 +20,11 @@ constexpr int kMaxThreads = 16;
 struct ThreadClock {
     std::atomic<clockid_t> clock{0};
     std::atomic<pid_t> pid{0};
+    // Its time at the last read: once the thread has ended (its clock then
+    // fails with EINVAL) the process still holds that time, so it stays
+    // counted as ours (what it spent after that read is taken for the
+    // program's: at most one read's interval).
+    std::atomic<uint64_t> last_ns{0};
 };
 ThreadClock g_clocks[kMaxThreads];
 std::atomic<int> g_clock_count{0};
@@ -34,6 +39,7 @@ void remember_clock(pthread_t tid) {
         pid_t old = g_clocks[i].pid.load();
         if (old != me && old != -1 && g_clocks[i].pid.compare_exchange_strong(old, -1)) {
             g_clocks[i].clock.store(c);
+            g_clocks[i].last_ns.store(0);
             g_clocks[i].pid.store(me);
             return;
         }
@@ -41,6 +47,7 @@ void remember_clock(pthread_t tid) {
     int i = g_clock_count.fetch_add(1);
     if (i >= kMaxThreads) return;
     g_clocks[i].clock.store(c);
+    g_clocks[i].last_ns.store(0);
     g_clocks[i].pid.store(me);
 }
 } // namespace
@@ -59,7 +66,8 @@ uint64_t program_cpu_ns() {
         if (g_clocks[i].pid.load() != me) continue;
         timespec ts;
         if (clock_gettime(g_clocks[i].clock.load(), &ts) == 0) // a thread that ended: EINVAL
-            ours += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+            g_clocks[i].last_ns.store((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+        ours += g_clocks[i].last_ns.load();
     }
     uint64_t total = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t cpu = total > ours ? total - ours : 0, last = g_last.load(std::memory_order_relaxed);

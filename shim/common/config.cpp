@@ -309,7 +309,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                     r.fail(p, "rule.python",
                            "expected \"FILE:FUNCTION\" or \"FILE:FUNCTION:LINE\" (globs allowed), "
                            "e.g. \"train.py:build_csr*\", got \"" + rule.python + "\"");
-                if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy");
+                if (!t.get("policy")) r.fail(&item, "rule.policy", "every [[rule]] needs a policy; add policy = \"memory\" (or \"disk\", \"anon\", \"auto\")");
                 r.policy(t, "policy", "rule.policy", rule.policy);
                 if (const toml::node *a = t.get("access")) {
                     std::string v = a->is_string() ? *a->value<std::string>() : "";
@@ -318,7 +318,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
                     else r.fail(a, "rule.access", "expected \"sequential\" or \"random\"");
                 }
                 if (rule.match.empty() && rule.module.empty() && rule.python.empty())
-                    r.fail(&item, "rule", "a rule needs match, module or python");
+                    r.fail(&item, "rule", "a rule needs match, module or python (one that names nothing would match every allocation); add one of them");
                 s.rules.push_back(std::move(rule));
             }
         }
@@ -339,7 +339,8 @@ std::optional<std::string> read_config_file(const char *path, std::string &out) 
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            std::string e = std::string(path) + ": read failed (" + strerror(errno) + ")";
+            std::string e = std::string(path) + ": cannot read the config file (" + strerror(errno) +
+                            "); name a regular, readable TOML file";
             close(fd);
             return e;
         }
@@ -347,7 +348,8 @@ std::optional<std::string> read_config_file(const char *path, std::string &out) 
         out.append(buf, (size_t)n);
         if (out.size() > (16u << 20)) {
             close(fd);
-            return std::string(path) + ": larger than 16 MiB; is this really a spillway config?";
+            return std::string(path) + ": larger than 16 MiB, so not a spillway config (a dataset or a "
+                                       "binary?); name the TOML config file";
         }
     }
     close(fd);

@@ -22,4 +22,11 @@ SPW_SHARED void log_msg(LogLevel level, const char *fmt, ...) __attribute__((for
             ::spillway::log_msg(::spillway::LogLevel::level, __VA_ARGS__);   \
     } while (0)
 
+// The same with a level chosen at run time (log_repeats.h).
+#define SPW_LOG_AT(level_value, ...)                                         \
+    do {                                                                     \
+        ::spillway::LogLevel spw_level_ = (level_value);                     \
+        if (::spillway::log_enabled(spw_level_)) ::spillway::log_msg(spw_level_, __VA_ARGS__); \
+    } while (0)
+
 } // namespace spillway

@@ -32,9 +32,9 @@ bool make_dirs(char *path, SpillDirCheck *d, char *why, size_t cap) {
         int err = mkdir(path, 0700) != 0 && errno != EEXIST ? errno : 0;
         if (err) {
             d->foreign = denied(err);
-            int n = d->foreign ? snprintf(why, cap, "cannot create %s (%s) as uid %u", path, strerror(err),
+            int n = d->foreign ? snprintf(why, cap, "cannot create %s (%s) as uid %u; create it yourself (mkdir -m 0700) or name another directory", path, strerror(err),
                                           (unsigned)geteuid())
-                               : snprintf(why, cap, "cannot create %s (%s)", path, strerror(err));
+                               : snprintf(why, cap, "cannot create %s (%s); create it yourself (mkdir -m 0700) or name another directory", path, strerror(err));
             path[i] = cut;
             refuse(d, n);
             return false;
@@ -52,7 +52,7 @@ bool owner_and_mode(const char *path, const struct stat &st, SpillDirCheck *d, c
         return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        refuse(d, snprintf(why, cap, "%s is not a directory", path));
+        refuse(d, snprintf(why, cap, "%s is not a directory; name a directory", path));
         return false;
     }
     if (st.st_uid != geteuid()) {
@@ -71,7 +71,7 @@ bool owner_and_mode(const char *path, const struct stat &st, SpillDirCheck *d, c
 // With the directory open as d->fd: writable, and on a disk (or allowed).
 void writable_and_on_disk(const char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
     if (access(path, W_OK) != 0) {
-        refuse(d, snprintf(why, cap, "%s is not writable (%s)", path, strerror(errno)));
+        refuse(d, snprintf(why, cap, "%s is not writable (%s); make it writable (chmod u+w) or name another directory", path, strerror(errno)));
         return;
     }
     struct statfs fs;
@@ -123,13 +123,13 @@ void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, 
     if (lstat(path, &st) != 0) {
         int err = errno;
         d->foreign = denied(err);
-        refuse(d, snprintf(why, cap, "cannot stat %s (%s)", path, strerror(err)));
+        refuse(d, snprintf(why, cap, "cannot stat %s (%s); check the permissions of its parent directories, or name another directory", path, strerror(err)));
         return;
     }
     if (!owner_and_mode(path, st, d, why, cap)) return;
     d->fd = above_stdio(open(path, kOpenFlags));
     if (d->fd < 0) {
-        refuse(d, snprintf(why, cap, "cannot open %s (%s)", path, strerror(errno)));
+        refuse(d, snprintf(why, cap, "cannot open %s (%s); check its permissions, or name another directory", path, strerror(errno)));
         return;
     }
     writable_and_on_disk(path, allow_tmpfs, d, why, cap);

@@ -53,14 +53,17 @@ bool spill_dir_falls_back(const SpillDir &d, bool dir_given) {
 SpillDir open_private_spill_dir(bool allow_tmpfs) {
     std::string name = "/spillway-" + std::to_string(geteuid()) + ".XXXXXX";
     SpillDir last;
+    std::string tried; // every base mkdtemp failed in, with its reason
     const char *tmpdir = getenv("TMPDIR");
     for (const char *base : {kPrivateSpillBase, tmpdir}) {
         if (!base || base[0] != '/' || (base != kPrivateSpillBase && strcmp(base, kPrivateSpillBase) == 0))
             continue;
         std::string path = base + name;
         if (!mkdtemp(path.data())) { // mode 0700
-            last.why_unusable = "cannot create a private directory in " + std::string(base) + " (" +
-                                strerror(errno) + ")";
+            tried += (tried.empty() ? "" : " nor in ") + std::string(base) + " (" + strerror(errno) + ")";
+            last = SpillDir();
+            last.path = base;
+            last.why_unusable = "cannot create a private directory in " + tried;
             continue;
         }
         last = open_spill_dir(path, allow_tmpfs);

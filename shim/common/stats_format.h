@@ -35,6 +35,14 @@ inline constexpr char promotions[] = "promotions";
 inline constexpr char promoted_bytes[] = "promoted_bytes";
 inline constexpr char demotions[] = "demotions";
 inline constexpr char demoted_bytes[] = "demoted_bytes";
+inline constexpr char failed_promotions[] = "failed_promotions"; // the shim warned why
+inline constexpr char failed_demotions[] = "failed_demotions";
+// The writeback pacer (shim/engine/tiering/writeback.h), an object of its own.
+inline constexpr char writeback[] = "writeback";
+inline constexpr char passes[] = "passes";
+inline constexpr char written_back_bytes[] = "written_back_bytes";
+inline constexpr char unmapped_bytes[] = "unmapped_bytes";
+inline constexpr char pass_ms[] = "pass_ms";
 inline constexpr char sites[] = "sites";
 
 // The live snapshot (pid, peak_bytes and fallbacks as above).

@@ -72,11 +72,13 @@ static int open_log(const StartRequest &req, const Settings &s) {
     int fd = above_stdio(open(s.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (fd >= 0) return fd;
     if (req.judged) { // judged openable at start-up: the job runs, so it logs to stderr
-        SPW_LOG(warn, "cannot open the log file %s any more (%s); logging to stderr", s.log_file.c_str(),
+        SPW_LOG(warn, "cannot open the log file %s any more (%s); logging to stderr: check that its directory "
+                      "still exists and its disk has room, or set log.file to another file", s.log_file.c_str(),
                 strerror(errno));
         return 2;
     }
-    config_error(s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) + ")");
+    config_error(s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) +
+                 "; point log.file at a writable file, or set it to \"\" to log to stderr");
     return -1;
 }
 
@@ -112,7 +114,8 @@ bool engine_startup(const StartRequest *request) {
     }
     if (!arena::reserve(kArenaBytes)) {
         SPW_LOG(warn, "could not reserve address space for large regions; spillway is NOT "
-                      "routing (check ulimit -v)");
+                      "routing: large allocations use ordinary memory, NOT protected from the memory "
+                      "limit; raise or remove ulimit -v");
         return false;
     }
     g_startup_settings = s;

@@ -73,7 +73,7 @@ std::new_handler current_new_handler() {
     if (auto thrower = reinterpret_cast<void (*)()>(libstdcxx_symbol("_ZSt17__throw_bad_allocv")))
         thrower();
     static const char kLine[] = "spillway: operator new is out of memory and no C++ runtime is "
-                                "loaded to throw std::bad_alloc; aborting (see ulimit -v)\n";
+                                "loaded to throw std::bad_alloc; aborting: raise ulimit -v or the memory limit, or allocate less\n";
     ssize_t ignored = write(2, kLine, sizeof kLine - 1);
     (void)ignored;
     abort();

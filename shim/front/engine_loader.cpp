@@ -98,7 +98,9 @@ int settle() {
     if (!lock_start_bounded()) {
         if (!g_wait_warned.exchange(true, std::memory_order_relaxed))
             SPW_LOG(warn, "waited %ld s for spillway's start-up on another thread; this thread's large "
-                          "allocations take the small path until it finishes",
+                          "allocations take the small path until it finishes, in ordinary memory NOT "
+                          "protected from the memory limit: put spill.dir, the config and profile.file "
+                          "on a filesystem that answers (a hung network mount stalls start-up)",
                     kStartWaitNs / 1000000000L);
         return kStarting;
     }

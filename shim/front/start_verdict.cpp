@@ -91,7 +91,7 @@ bool open_log(const SimpleSettings &s, StartVerdict *v) {
         v->log_fd = fd;
         return true;
     }
-    int n = snprintf(v->message, sizeof v->message, "%s: key 'log.file': cannot open %s (%s)", s.source,
+    int n = snprintf(v->message, sizeof v->message, "%s: key 'log.file': cannot open %s (%s); point log.file at a writable file, or set it to \"\" to log to stderr", s.source,
                      s.log_file, strerror(errno));
     v->mode = fits((size_t)n, sizeof v->message) ? StartMode::refused : StartMode::engine_judges;
     return false;

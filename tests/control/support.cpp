@@ -284,6 +284,39 @@ int in_fork_child(const std::function<int()> &fn) {
     return decode_status(st);
 }
 
+std::unique_ptr<LoopFilesystem> LoopFilesystem::create(const std::string &work_dir, size_t mib,
+                                                       std::string *why) {
+    auto fs = std::unique_ptr<LoopFilesystem>(new LoopFilesystem());
+    fs->image_ = work_dir + "/loopfs-" + std::to_string(getpid()) + ".ext4";
+    fs->mount_ = work_dir + "/loopfs-" + std::to_string(getpid()) + ".mnt";
+    fs->spill_ = fs->mount_ + "/spill";
+    mkdir(work_dir.c_str(), 0700);
+    std::string make = "truncate -s " + std::to_string(mib) + "M '" + fs->image_ + "' && mkfs.ext4 -q -F -m 0 -E nodiscard '" +
+                       fs->image_ + "' && mkdir -p '" + fs->mount_ + "' && mount -o loop '" + fs->image_ + "' '" +
+                       fs->mount_ + "'";
+    if (std::system(make.c_str()) != 0) {
+        *why = "cannot make and mount an ext4 image at " + fs->mount_ +
+               " (run as root, with e2fsprogs and loop devices)";
+        unlink(fs->image_.c_str());
+        rmdir(fs->mount_.c_str());
+        fs->image_.clear(); // nothing to undo
+        return nullptr;
+    }
+    if (mkdir(fs->spill_.c_str(), 0700) != 0) {
+        *why = "cannot create " + fs->spill_ + " (" + strerror(errno) + ")";
+        return nullptr; // the destructor unmounts
+    }
+    return fs;
+}
+
+LoopFilesystem::~LoopFilesystem() {
+    if (image_.empty()) return;
+    std::string undo = "umount '" + mount_ + "' || umount -l '" + mount_ + "'";
+    if (std::system(undo.c_str()) != 0) fprintf(stderr, "control test: could not unmount %s; unmount it by hand\n", mount_.c_str());
+    rmdir(mount_.c_str());
+    unlink(image_.c_str());
+}
+
 int userfaultfd_level() {
     constexpr uint64_t kWpAsync = 1u << 15, kWpUnpopulated = 1u << 13;
     constexpr uint64_t kFull = kWpAsync | kWpUnpopulated | UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_MINOR_SHMEM |

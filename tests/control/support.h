@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 #include <sys/types.h>
@@ -76,6 +77,20 @@ Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &op
 // Runs the helper to completion; returns its whole stdout, sets *status.
 std::string run_helper(const std::vector<std::string> &args, int *status,
                        const SpawnOptions &opts = {});
+
+// A small ext4 filesystem on a loop device for one test (root only),
+// unmounted and its image removed when it goes away. Its "spill"
+// subdirectory (mode 0700, empty) is a spill directory that fills up.
+class LoopFilesystem {
+  public:
+    // nullptr and *why (one line saying what to do) when none can be made.
+    static std::unique_ptr<LoopFilesystem> create(const std::string &work_dir, size_t mib, std::string *why);
+    ~LoopFilesystem();
+    const std::string &spill() const { return spill_; }
+
+  private:
+    std::string image_, mount_, spill_;
+};
 
 // What userfaultfd this process may use for moves, as the shim's probe
 // (shim/engine/os/uffd.h) finds it: 2 kernel faults too (no system call

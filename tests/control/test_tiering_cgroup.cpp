@@ -3,7 +3,9 @@
 // memory in place; a memory region is demoted to disk when the job's other
 // memory grows past the limit, so the job survives where, with tiering off,
 // it is OOM-killed; two processes of one cgroup wanting more than its
-// headroom between them: exactly one is promoted. Each job runs as
+// headroom between them: exactly one is promoted; a demotion that cannot
+// get disk space (a full spill filesystem) warns once, not at every look,
+// and every failed attempt is counted in the stats. Each job runs as
 // tiering_job (see its opening comment) in a fresh cgroup.
 #include "memcg.h"
 #include "support.h"
@@ -193,6 +195,55 @@ TEST_CASE("two processes in one cgroup each want 200 MiB of 250 MiB headroom: ex
     CHECK(ka["intact"] == "1");
     CHECK(kb["intact"] == "1");
     unlink(cfg.c_str());
+}
+
+TEST_CASE("a demotion the full spill disk refuses is one warning, however often it is tried; the stats count every try") {
+    // Issue 26: "cannot move to disk (No space left on device)" was
+    // printed at every look of the controller. A 64 MiB memory region, a
+    // demotion margin that makes it due at every look (the limit is never
+    // near: the job must live to write its stats), a 16 MiB spill
+    // filesystem that can never hold it.
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    REQUIRE(cg);
+    REQUIRE(cg->set_limit(512 * MiB));
+    auto fs = LoopFilesystem::create(spill_dir() + "/..", 16, &why);
+    INFO(why);
+    REQUIRE(fs);
+    std::string log = spill_dir() + "/../tiering-full-disk.log", stats = spill_dir() + "/../tiering-full-disk.jsonl";
+    unlink(log.c_str());
+    unlink(stats.c_str());
+    std::string cfg = write_config("tiering-full-disk", "[memory]\nreserve = 0\n[tiering]\ninterval_ms = 20\n"
+                                                        "demote_margin = \"480MiB\"\n[log]\nfile = \"" + log + "\"\n");
+    Run r;
+    r.out = run_helper({"hold", "64", "1500"}, &r.status,
+                       in_cgroup(*cg, {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_DIR=" + fs->spill(),
+                                       "SPILLWAY_STATS=" + stats, "SPILLWAY_LOG=warn"}));
+    std::string text = slurp(log), line = slurp(stats);
+    INFO("exit status " << r.status << "\n" << r.out << "log:\n" << text << "stats: " << line);
+    REQUIRE(r.status == 0);
+    auto k = keys(r.out);
+    CHECK(k["placed"] == "2");
+    CHECK(k["backing_end"] == "2"); // it stayed in memory
+    CHECK(k["intact"] == "1");
+    size_t warnings = 0;
+    for (size_t at = text.find("cannot move to disk"); at != std::string::npos;
+         at = text.find("cannot move to disk", at + 1))
+        warnings++;
+    CHECK(warnings == 1);
+    CHECK(text.find("cannot move to disk (No space left on device in " + fs->spill() + ")") != std::string::npos);
+    CHECK(text.find("free disk space there") != std::string::npos);      // what to do
+    CHECK(text.find("later ones like it are logged at debug level") != std::string::npos);
+    // Every try is counted: 1.5 s of looks every 20 ms (tens of them; a
+    // loaded machine makes fewer), and none moved anything.
+    size_t at = line.find("\"failed_demotions\":");
+    REQUIRE(at != std::string::npos);
+    unsigned long failed = strtoul(line.c_str() + at + 19, nullptr, 10);
+    CHECK(failed >= 5);
+    CHECK(line.find("\"demotions\":0,") != std::string::npos);
+    unlink(cfg.c_str());
+    unlink(log.c_str());
+    unlink(stats.c_str());
 }
 
 // docs/moves.md: a system call into a region that tiering moves completes in

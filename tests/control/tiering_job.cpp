@@ -36,6 +36,10 @@
 //       600 ms (a few ticks) and reads both back; each region from its own
 //       call site. Prints each region's backing at allocation and whether
 //       every byte is intact.
+//   hold REGION_MIB MS
+//       places a REGION in memory (SPILLWAY_PREFER_MEMORY), fills it and
+//       keeps it for MS (the controller looks every tiering.interval_ms);
+//       prints its backing then, and whether it is intact.
 //   want-promotion REGION_MIB SECONDS
 //       a disk region written at random for SECONDS, 8 words every 5 ms
 //       (enough for the detector, few enough pages that the run does not
@@ -348,6 +352,23 @@ int paced_fill(size_t region_mib, size_t rate_mib_s) {
     return 0;
 }
 
+int hold(size_t region_mib, size_t hold_ms) {
+    size_t n = region_mib * MiB / 8;
+    uint64_t *region = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_MEMORY);
+    if (!region) return 3;
+    printf("placed=%d\n", spillway_backing(region));
+    fflush(stdout);
+    for (size_t i = 0; i < n; i++) region[i] = mix(i);
+    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms));
+    printf("backing_end=%d\n", spillway_backing(region));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (region[i] != mix(i)) bad++;
+    printf("intact=%d\n", bad == 0);
+    free(region);
+    return 0;
+}
+
 int want_promotion(size_t region_mib, double seconds, bool io) {
     size_t n = region_mib * MiB / 8;
     uint64_t *p = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_DISK);
@@ -400,6 +421,8 @@ int main(int argc, char **argv) {
                       argc == 6 ? strtoull(argv[5], 0, 10) : 1, strcmp(argv[1], "growth-io") == 0);
     if (argc == 4 && strcmp(argv[1], "paced-fill") == 0)
         return paced_fill(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
+    if (argc == 4 && strcmp(argv[1], "hold") == 0)
+        return hold(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))
         return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0), strcmp(argv[1], "want-promotion-io") == 0);
     fprintf(stderr, "tiering_job: unknown command; see the opening comment of tests/control/tiering_job.cpp\n");

@@ -29,8 +29,9 @@ MIN_RETURNED = 20
 # fail(node, key, what) (shim/common/config.cpp), a piece of fixed text of
 # a message assembled without libstdc++ (say(), env_overrides.cpp).
 LAST_ARG_CALLS = {"fail", "usage_error", "warn", "config_error", "say"}
-# Calls whose SECOND argument is a printf format: the shim's logger.
-FORMAT_CALLS = {"SPW_LOG"}
+# Calls whose SECOND argument is a printf format: the shim's logger (SPW_LOG_AT
+# with its level chosen at run time, log_repeats.h).
+FORMAT_CALLS = {"SPW_LOG", "SPW_LOG_AT"}
 # Assignments that carry a message to one of the printers above (reason:
 # size_text.cpp's, a part of the size message).
 MESSAGE_VARIABLES = {"why_unusable", "error", "error_", "note", "e", "what", "reason"}

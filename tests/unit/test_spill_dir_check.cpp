@@ -76,8 +76,9 @@ TEST_CASE("spill_dir_check: each refusal with open_spill_dir's reason") {
     } cases[] = {
         {open_dir, open_dir + " is writable by others without the sticky bit; chmod 0700 it"},
         {link, link + " is a symlink; point spill.dir at a real directory"},
-        {file, file + " is not a directory"},
-        {file + "/below", "cannot create " + file + "/below (Not a directory)"},
+        {file, file + " is not a directory; name a directory"},
+        {file + "/below", "cannot create " + file + "/below (Not a directory); create it yourself (mkdir -m 0700) "
+                          "or name another directory"},
     };
     for (const Case &k : cases) {
         Checked c = check(k.path);

@@ -71,3 +71,38 @@ TEST_CASE("a region moved in place is neither a free nor a new region: only its 
     CHECK(g_stats.promotions.load() >= 1);
     stats_on_free(Backing::memory, 4096);
 }
+
+TEST_CASE("the writeback pacer's passes and failed moves are in the line, and a fork child starts them at zero") {
+    std::string json = stats_json();
+    uint64_t passes = g_stats.writeback_passes.load(), bytes = g_stats.writeback_bytes.load(),
+             unmapped = g_stats.writeback_unmapped_bytes.load(), ns = g_stats.writeback_ns.load();
+    stats_on_writeback_pass(3 << 20, 8 << 20, 2500000);
+    stats_on_writeback_pass(1 << 20, 0, 1500000);
+    CHECK(g_stats.writeback_passes.load() == passes + 2);
+    CHECK(g_stats.writeback_bytes.load() == bytes + (4 << 20));
+    CHECK(g_stats.writeback_unmapped_bytes.load() == unmapped + (8 << 20));
+    CHECK(g_stats.writeback_ns.load() == ns + 4000000);
+    g_stats.failed_demotions.fetch_add(3);
+    g_stats.failed_promotions.fetch_add(1);
+    json = stats_json();
+    auto has = [&](const std::string &key, uint64_t value) {
+        return json.find("\"" + key + "\":" + std::to_string(value)) != std::string::npos;
+    };
+    CHECK(json.find("\"writeback\":{\"passes\":") != std::string::npos);
+    CHECK(has("passes", g_stats.writeback_passes.load()));
+    CHECK(has("written_back_bytes", g_stats.writeback_bytes.load()));
+    CHECK(has("unmapped_bytes", g_stats.writeback_unmapped_bytes.load()));
+    CHECK(has("pass_ms", g_stats.writeback_ns.load() / 1000000));
+    CHECK(has("failed_demotions", g_stats.failed_demotions.load()));
+    CHECK(has("failed_promotions", g_stats.failed_promotions.load()));
+    // Inside "tiering", next to the moves they failed to make.
+    CHECK(json.find("\"failed_demotions\"") > json.find("\"tiering\":{"));
+    CHECK(json.find("\"failed_demotions\"") < json.find("\"writeback\":{"));
+    CHECK(json.find('\n') == std::string::npos);
+    stats_after_fork_child();
+    json = stats_json();
+    CHECK(json.find("\"writeback\":{\"passes\":0,\"written_back_bytes\":0,\"unmapped_bytes\":0,\"pass_ms\":0}") !=
+          std::string::npos);
+    CHECK(has("failed_demotions", 0));
+    CHECK(has("failed_promotions", 0));
+}

@@ -42,13 +42,15 @@ static std::optional<std::string> log_file_problem(const Settings &s) {
     if (s.log_file.empty()) return std::nullopt;
     if (access(s.log_file.c_str(), F_OK) == 0) {
         if (access(s.log_file.c_str(), W_OK) != 0)
-            return s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) + ")";
+            return s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) +
+                   "); point log.file at a writable file, or set it to \"\" to log to stderr";
         return std::nullopt;
     }
     size_t slash = s.log_file.find_last_of('/');
     std::string parent = slash == std::string::npos ? "." : slash == 0 ? "/" : s.log_file.substr(0, slash);
     if (access(parent.c_str(), W_OK | X_OK) != 0)
-        return s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) + ")";
+        return s.source + ": key 'log.file': cannot open " + s.log_file + " (" + strerror(errno) +
+                   "); point log.file at a writable file, or set it to \"\" to log to stderr";
     return std::nullopt;
 }
 

@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
         if (first == "help" && args.size() > 1) {
             for (const Subcommand &c : kSubcommands)
                 if (c.name == args[1]) return c.entry({"--help"});
-            return usage_error("help", "no command named '" + args[1] + "'");
+            return usage_error("help", "no command named '" + args[1] +
+                                           "'; commands are run, check, stat, release, sites, top, report");
         }
         print_help();
         return kExitOk;

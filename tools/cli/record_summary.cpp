@@ -201,7 +201,7 @@ std::vector<std::string> render_record_summary(const RecordSummary &s) {
         out.push_back("no process under the shim was seen (did the command start one?)");
     }
     if (s.stats_lines) out.push_back(std::to_string(s.stats_lines) + " process(es) wrote exit stats into the record");
-    if (s.unreadable) out.push_back(std::to_string(s.unreadable) + " line(s) could not be read");
+    if (s.unreadable) out.push_back(std::to_string(s.unreadable) + " line(s) could not be read (cut short when spillway run was killed; the figures above leave them out)");
     return out;
 }
 

@@ -60,14 +60,17 @@ bool release_one(const std::string &path, const ProcessScan &scan) {
         int err = errno;
         close(fd);
         fail("release", path + ": writing dirty pages back failed (" + strerror(err) +
-                            "); nothing was dropped");
+                            "); nothing was dropped and nothing is lost: free space on its disk (or "
+                            "check the disk, dmesg shows its errors) and run it again");
         return false;
     }
     int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     Residency after = measure_residency(fd, (uint64_t)st.st_size);
     close(fd);
     if (rc != 0) {
-        fail("release", path + ": POSIX_FADV_DONTNEED failed (" + strerror(rc) + ")");
+        fail("release", path + ": POSIX_FADV_DONTNEED failed (" + strerror(rc) +
+                            "); its pages were written back but stay cached, where the kernel can "
+                            "still reclaim them: nothing to do");
         return false;
     }
     auto shown = [](const Residency &r) { return r.known ? human_size(r.resident) : std::string("?"); };

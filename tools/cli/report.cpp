@@ -76,7 +76,9 @@ int report_command(const Args &args) {
     }
     if (path.empty()) return usage_error("report", "no file given; try: spillway report run.jsonl");
     std::ifstream in(path);
-    if (!in) return fail("report", "cannot read " + path + ": " + strerror(errno));
+    if (!in)
+        return fail("report", "cannot read " + path + ": " + strerror(errno) +
+                                  " (name a file that spillway run --record FILE wrote)");
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     RecordSummary s = summarize_record(lines);

@@ -162,7 +162,8 @@ int report_exec_failure(const ChildOutcome &outcome, const std::string &command)
     if (outcome.exec_error == ENOENT)
         fail("run", "cannot run '" + command + "': command not found (check the name and PATH)");
     else
-        fail("run", "cannot run '" + command + "': " + strerror(outcome.exec_error));
+        fail("run", "cannot run '" + command + "': " + strerror(outcome.exec_error) +
+                        " (check that it is an executable file for this machine and that you may run it)");
     return outcome.status;
 }
 

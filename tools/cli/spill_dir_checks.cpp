@@ -64,12 +64,14 @@ SpillDir inspect_spill_dir(const Settings &s, std::string &note) {
         if (stat(ancestor.c_str(), &st) == 0) break;
     }
     if (!S_ISDIR(st.st_mode)) {
-        d.why_unusable = "cannot create " + missing + " (" + ancestor + " is not a directory)";
+        d.why_unusable = "cannot create " + missing + " (" + ancestor +
+                         " is not a directory); create it yourself (mkdir -m 0700) or name another directory";
         return d;
     }
     if (access(ancestor.c_str(), W_OK | X_OK) != 0) {
         d.foreign = errno == EACCES || errno == EPERM; // as the shim judges it
-        d.why_unusable = "cannot create " + missing + " (" + strerror(errno) + ")";
+        d.why_unusable = "cannot create " + missing + " (" + strerror(errno) +
+                         "); create it yourself (mkdir -m 0700) or name another directory";
         return d;
     }
     if (on_ram_filesystem(ancestor)) {

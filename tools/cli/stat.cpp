@@ -105,7 +105,8 @@ int stat_command(const Args &args) {
     DIR *d = scan_fd >= 0 ? fdopendir(scan_fd) : nullptr;
     if (!d) {
         close(dfd);
-        return fail("stat", dir + ": cannot list (" + strerror(errno) + ")");
+        return fail("stat", dir + ": cannot list (" + strerror(errno) +
+                                "); run it as the directory's owner (or root), or name another DIR");
     }
     std::vector<std::string> names;
     while (struct dirent *e = readdir(d)) names.push_back(e->d_name);

@@ -49,6 +49,14 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
             s.promoted_bytes += count(*t, stats_key::promoted_bytes);
             s.demotions += count(*t, stats_key::demotions);
             s.demoted_bytes += count(*t, stats_key::demoted_bytes);
+            s.failed_promotions += count(*t, stats_key::failed_promotions);
+            s.failed_demotions += count(*t, stats_key::failed_demotions);
+        }
+        if (const Json *w = member(v, stats_key::writeback); w && w->is_object()) {
+            s.writeback_passes += count(*w, stats_key::passes);
+            s.written_back_bytes += count(*w, stats_key::written_back_bytes);
+            s.unmapped_bytes += count(*w, stats_key::unmapped_bytes);
+            s.writeback_ms += count(*w, stats_key::pass_ms);
         }
         s.routing += regions_here > 0;
         pl.regions = regions_here;
@@ -98,11 +106,22 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
         fb += " (see the shim's warnings above for why)";
     }
     out.push_back(fb);
-    if (s.promotions || s.demotions)
-        out.push_back("spillway:   tiering: " + std::to_string(s.promotions) + " promotion" +
-                      (s.promotions == 1 ? "" : "s") + " to memory (" + human_size(s.promoted_bytes) + "), " +
-                      std::to_string(s.demotions) + " demotion" + (s.demotions == 1 ? "" : "s") + " to disk (" +
-                      human_size(s.demoted_bytes) + "), in place; the log at info level says why");
+    auto plural = [](uint64_t n, const char *word, const char *suffix = "s") {
+        return std::to_string(n) + " " + word + (n == 1 ? "" : suffix);
+    };
+    if (s.promotions || s.demotions || s.failed_promotions || s.failed_demotions) {
+        std::string line = "spillway:   tiering: " + plural(s.promotions, "promotion") + " to memory (" +
+                           human_size(s.promoted_bytes) + "), " + plural(s.demotions, "demotion") + " to disk (" +
+                           human_size(s.demoted_bytes) + "), in place; the log at info level says why";
+        if (s.failed_promotions || s.failed_demotions)
+            line += "; failed: " + plural(s.failed_promotions, "promotion") + ", " +
+                    plural(s.failed_demotions, "demotion") + " (see the shim's warnings above for why)";
+        out.push_back(line);
+    }
+    if (s.writeback_passes)
+        out.push_back("spillway:   writeback: " + plural(s.writeback_passes, "pass", "es") +
+                      " wrote back " + human_size(s.written_back_bytes) + " of dirty spill pages, unmapping " +
+                      human_size(s.unmapped_bytes) + " first, in " + std::to_string(s.writeback_ms) + " ms");
     if (s.processes > 1) {
         out.push_back("spillway:   by process (bytes placed, peak held at once):");
         size_t shown = std::min(s.per_process.size(), kMaxProcessLines);
@@ -129,7 +148,7 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
             out.push_back("spillway:     ... and " + std::to_string(s.per_process.size() - shown) + " more process(es)");
     }
     if (s.unreadable)
-        out.push_back("spillway:   " + std::to_string(s.unreadable) + " stats line(s) could not be read");
+        out.push_back("spillway:   " + std::to_string(s.unreadable) + " stats line(s) could not be read (a process killed while writing its line; the figures above leave it out)");
     return out;
 }
 

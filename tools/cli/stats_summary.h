@@ -39,6 +39,10 @@ struct StatsSummary {
     std::vector<ProcessLine> per_process;      // by rank (numeric), then pid
     // Tiering: regions moved in place (summed over processes).
     uint64_t promotions = 0, promoted_bytes = 0, demotions = 0, demoted_bytes = 0;
+    uint64_t failed_promotions = 0, failed_demotions = 0; // the shim warned why
+    // The writeback pacer (summed): passes, the dirty bytes they asked the
+    // kernel to write, the mappings they unmapped first, their time.
+    uint64_t writeback_passes = 0, written_back_bytes = 0, unmapped_bytes = 0, writeback_ms = 0;
 };
 
 StatsSummary summarize_stats(const std::vector<std::string> &lines);

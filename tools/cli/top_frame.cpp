@@ -32,7 +32,7 @@ void cgroup_lines(const CgroupSample &cs, const FrameStyle &st, std::vector<std:
     const CgroupFigures &c = cs.figures;
     std::string head = "cgroup " + c.name + " (v" + std::to_string(c.version) + "): ";
     if (!c.known) {
-        out.push_back(head + "usage unreadable (" + c.dir + ")");
+        out.push_back(head + "usage unreadable (" + c.dir + "): run as root, or check the job still runs");
         return;
     }
     std::string usage = human_size(c.usage) + " used";

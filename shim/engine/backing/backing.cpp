@@ -4,6 +4,7 @@
 #include "registry/arena.h"
 #include "fd_policy.h"
 #include "log.h"
+#include "log_repeats.h"
 #include "backing/reaper.h"
 #include "spilldir.h"
 #include "stats_format.h"
@@ -128,6 +129,22 @@ Fallback fallback_from_errno(int err) {
     }
 }
 
+const char *fallback_remedy(Fallback f) {
+    switch (f) {
+    case Fallback::no_space: return "free disk space there, or move spill.dir to a disk with room";
+    case Fallback::quota: return "raise your disk quota there, or move spill.dir to another disk";
+    case Fallback::unsupported: return "put spill.dir on a filesystem that can reserve space (ext4, XFS)";
+    case Fallback::io_error: return "check that disk (dmesg shows its errors), or move spill.dir to another one";
+    case Fallback::too_big: return "raise the file size limit (ulimit -f)";
+    case Fallback::no_spill_dir: return "set SPILLWAY_DIR to a writable directory of your own on a disk";
+    case Fallback::too_many_files:
+    case Fallback::memfd_failed: return "raise the open files limit (ulimit -n)";
+    case Fallback::map_failed: return "raise vm.max_map_count (sysctl) or ulimit -v";
+    case Fallback::arena_full: return "see the warning about spillway's address range";
+    default: return "check that spill.dir is a writable directory on a disk filesystem";
+    }
+}
+
 void backing_init(const Settings &s) {
     g_dedicated_min = s.dedicated_min;
     g_allow_tmpfs = s.allow_tmpfs;
@@ -143,17 +160,20 @@ void backing_init(const Settings &s) {
         // keeps the job protected; it is made at the first spill, so that a
         // process that never spills leaves nothing behind.
         SPW_LOG(warn, "spill directory refused: %s; spilling to a new private directory "
-                      "(%s/spillway-%u.XXXXXX) instead",
+                      "(%s/spillway-%u.XXXXXX) instead, so the job is still protected; set "
+                      "spill.dir to a directory of your own to silence this",
                 d->why_unusable.c_str(), kPrivateSpillBase, (unsigned)geteuid());
         d->usable = true;
         d->path = std::string("(a private directory, made at the first spill; refused: ") + d->path + ")";
         g_private_pending = true;
     } else if (needs_disk && !d->usable && !spill_dir_refusal_is_fatal(*d, needs_disk)) {
-        SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous memory",
+        SPW_LOG(warn, "spill directory refused: %s; large allocations will use anonymous "
+                      "memory, NOT protected from the memory limit",
                 d->why_unusable.c_str());
     } else if (d->on_tmpfs && d->usable) {
         SPW_LOG(warn, "spill directory %s is on tmpfs/ramfs (allowed by spill.allow_tmpfs): "
-                      "spilled bytes stay in RAM", d->path.c_str());
+                      "spilled bytes stay in RAM, so the memory limit can still OOM-kill the job; "
+                      "point spill.dir at a directory on a disk to be protected", d->path.c_str());
     }
     // A fatal refusal says nothing here: start-up reports it as the config
     // error it is (exit 78), and a warning first would contradict it.
@@ -172,7 +192,8 @@ static int open_private_dir() {
     } else {
         if (fd >= 0) close(fd);
         fd = -1;
-        SPW_LOG(warn, "%s; large allocations fall back to memory", d->why_unusable.c_str());
+        SPW_LOG(warn, "%s; large allocations use ordinary memory and are NOT protected from the "
+                      "memory limit: %s", d->why_unusable.c_str(), fallback_remedy(Fallback::no_spill_dir));
     }
     g_dir.store(d, std::memory_order_release);
     return fd;
@@ -206,13 +227,24 @@ int spill_dir_fd() {
     }
     const SpillDir &d = dir();
     fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    int err = fd < 0 ? errno : 0;
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
         close(fd); // replaced since start-up by something that is not ours
         fd = -1;
     }
-    if (fd < 0) SPW_LOG(warn, "cannot open the spill directory %s any more (%s); large allocations "
-                              "fall back to memory", d.path.c_str(), strerror(errno));
+    if (fd < 0) {
+        // Asked again at every spill (a recreated directory is used again):
+        // said once per reason, not at every allocation.
+        static RepeatedWarning repeats;
+        LogLevel at = repeats.level(err);
+        SPW_LOG_AT(at, "cannot open the spill directory %s any more (%s); large allocations use "
+                       "ordinary memory and are NOT protected until it is back: recreate it "
+                       "(mkdir -m 0700 %s) and keep cleanup jobs away from a running job's "
+                       "spill directory%s",
+                   d.path.c_str(), err ? strerror(err) : "replaced by something that is not this user's directory",
+                   d.path.c_str(), RepeatedWarning::tail(at));
+    }
     g_dir_fd.store(fd, std::memory_order_release);
     return fd;
 }
@@ -334,8 +366,15 @@ namespace {
 bool punch_pool_range(SpillFile *f, uint64_t off, size_t len) {
     if (f->foreign) return true;
     if (fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0) return true;
-    SPW_LOG(warn, "could not punch a freed %s range (%s); its address range is retired", backing_name(f->kind),
-            strerror(errno));
+    int err = errno;
+    static RepeatedWarning repeats; // one line per reason, not one per free
+    LogLevel at = repeats.level(err);
+    SPW_LOG_AT(at, "could not give back the %zu bytes of a freed %s region (%s): they and their "
+                   "address range stay used until the process exits; %s%s",
+               len, backing_name(f->kind), strerror(err),
+               err == EOPNOTSUPP ? "put spill.dir on a filesystem that can punch holes (ext4, XFS)"
+                                 : "check the spill directory's disk (dmesg shows its errors)",
+               RepeatedWarning::tail(at));
     return false;
 }
 } // namespace

@@ -30,6 +30,9 @@ enum class Fallback : uint8_t {
 };
 const char *fallback_name(Fallback f);
 Fallback fallback_from_errno(int err);
+// What the user can do about it, as the end of a warning line
+// ("free disk space there or move spill.dir to a disk with room").
+const char *fallback_remedy(Fallback f);
 
 // Opens the spill directory and prepares the pools (files are created lazily).
 void backing_init(const Settings &s);

@@ -9,6 +9,7 @@
 #include "sites/callsite.h"
 #include "os/cgroup.h"
 #include "log.h"
+#include "log_repeats.h"
 #include "large/policy.h"
 #include "backing/reaper.h"
 #include "large/recycle.h"
@@ -70,7 +71,8 @@ void register_region(Region *r) {
 
 [[noreturn]] static void invalid_pointer(const char *fn, const void *p) {
     SPW_LOG(error, "%s(): %p is not the start of a live spillway region (double free or "
-                   "corrupted pointer); aborting like glibc would", fn, p);
+                   "corrupted pointer); aborting like glibc would: find the bug by running the "
+                   "program without spillway under AddressSanitizer or valgrind", fn, p);
     abort();
 }
 
@@ -93,17 +95,28 @@ static int place(Region *r, const Decision &d) {
         Fallback why = disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir;
         stats_on_fallback(why);
         if (r->site) r->site->fallbacks.fetch_add(1, std::memory_order_relaxed);
-        SPW_LOG(warn, "could not reserve %zu bytes in %s (%s: %s); this allocation uses %s "
-                      "memory and is NOT protected from the memory limit",
-                r->map_len, spill_dir_path().c_str(), fallback_name(why),
-                disk_usable() ? strerror(err) : disk_unusable_reason().c_str(),
-                d.fallback == Backing::memory ? "memfd" : "anonymous");
+        // Every allocation on a full disk would say the same: once per
+        // reason (the stats count each fallback by reason).
+        static RepeatedWarning repeats;
+        LogLevel at = repeats.level((int)why);
+        SPW_LOG_AT(at, "could not reserve %zu bytes in %s (%s: %s); this allocation uses %s "
+                       "memory and is NOT protected from the memory limit: %s%s",
+                   r->map_len, spill_dir_path().c_str(), fallback_name(why),
+                   disk_usable() ? strerror(err) : disk_unusable_reason().c_str(),
+                   d.fallback == Backing::memory ? "memfd" : "anonymous", fallback_remedy(why),
+                   RepeatedWarning::tail(at));
         if (d.fallback == Backing::memory && back(r, back_memory) == 0) return 0;
     } else if (d.backing == Backing::memory) {
         if (!(err = back(r, back_memory))) return 0;
         stats_on_fallback(Fallback::memfd_failed);
-        SPW_LOG(warn, "memfd region of %zu bytes failed (%s); using anonymous memory", r->map_len,
-                strerror(err));
+        Fallback cause = fallback_from_errno(err);
+        static RepeatedWarning repeats;
+        LogLevel at = repeats.level(err);
+        SPW_LOG_AT(at, "memfd region of %zu bytes failed (%s); it uses anonymous memory instead, "
+                       "which aware code cannot share with another process without a copy: %s%s",
+                   r->map_len, strerror(err),
+                   fallback_remedy(cause == Fallback::other ? Fallback::memfd_failed : cause),
+                   RepeatedWarning::tail(at));
     }
     return back(r, back_anon);
 }
@@ -208,7 +221,9 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
             errno = err;
             return nullptr;
         }
-        SPW_LOG(warn, "no memory for a %zu-byte allocation (%s)", size, strerror(err));
+        SPW_LOG(warn, "no memory for a %zu-byte allocation (%s): malloc returns NULL, as it would "
+                      "without spillway; raise the memory limit, ulimit -v or vm.max_map_count, "
+                      "or allocate less", size, strerror(err));
         errno = ENOMEM;
         return nullptr;
     }
@@ -227,8 +242,10 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
         if (!warned.exchange(true))
             SPW_LOG(warn, "a random-access allocation of %zu bytes went to disk because the cgroup "
                           "has no headroom for it in memory (%s); expect scattered writes to run "
-                          "orders of magnitude slower than in RAM",
-                    size, callsite_describe(r->site, 3).c_str());
+                          "orders of magnitude slower than in RAM: raise the memory limit, lower "
+                          "memory.reserve (now %llu MiB) or make the buffer smaller",
+                    size, callsite_describe(r->site, 3).c_str(),
+                    (unsigned long long)(g_settings->memory_reserve >> 20));
     }
     register_region(r);
     note_allocation(r);
@@ -282,6 +299,7 @@ void large_retire(Region *r) {
     }
     stats_on_free(r->backing, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
+    int unmap_err = unmapped ? 0 : errno;
     bool clean = false;
     if (unmapped) {
         clean = release_backing(placement_of(r), r->map_len);
@@ -293,7 +311,7 @@ void large_retire(Region *r) {
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(r->start, r->va_len);
     if (clean) arena::give_back(r->start, r->va_len);
-    else arena::lose(r->start, r->va_len);
+    else arena::lose(r->start, r->va_len, unmap_err); // 0: release_backing said why
     region_delete(r);
 }
 
@@ -341,11 +359,12 @@ static uintptr_t move_by_mremap(Region *r, size_t new_map_len) {
     void *back = mmap((void *)old, old_len, PROT_NONE,
                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     bool reclaimed = back == (void *)old;
+    int lost_err = back == MAP_FAILED ? errno : EEXIST;
     if (back != MAP_FAILED && !reclaimed) munmap(back, old_len); // kernel without NOREPLACE
     std::lock_guard<std::mutex> guard(large_lock());
     arena::unpublish(old, old_va);
     if (reclaimed) arena::give_back(old, old_va);
-    else arena::lose(old, old_va);
+    else arena::lose(old, old_va, lost_err);
     r->start = target;
     r->va_len = va_round(new_map_len);
     r->map_len = new_map_len;
@@ -431,7 +450,9 @@ bool large_privatise_inherited(bool trusted) {
                        r->file->fd, (off_t)r->file_off);
         if (q == MAP_FAILED) {
             SPW_LOG(error, "fork child: could not remap region %p privately (%s); its writes "
-                           "would reach the parent, exiting", (void *)r->start, strerror(errno));
+                           "would reach the parent, exiting with status 127: raise vm.max_map_count "
+                           "(sysctl) and ulimit -v, or fork before allocating large buffers",
+                    (void *)r->start, strerror(errno));
             _exit(127);
         }
         // The parent's advice fit the parent's phase, not what this child

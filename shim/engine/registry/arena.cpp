@@ -7,6 +7,7 @@
 #include "registry/arena.h"
 
 #include "log.h"
+#include "log_repeats.h"
 
 #include <cerrno>
 #include <cstring>
@@ -338,9 +339,17 @@ void give_back(uintptr_t start, size_t bytes) {
     maybe_shrink();
 }
 
-void lose(uintptr_t start, size_t bytes) {
-    SPW_LOG(warn, "address range %p+%zu inside the arena was taken by another mapping; "
-                  "leaving it unused", (void *)start, bytes);
+void lose(uintptr_t start, size_t bytes, int err) {
+    if (!err) return;
+    static RepeatedWarning repeats; // one line per reason, not one per region
+    LogLevel at = repeats.level(err);
+    SPW_LOG_AT(at, "address range %p+%zu inside the arena stays unused for the rest of the process "
+                   "(%s): only address space is lost; %s%s",
+               (void *)start, bytes, err == EEXIST ? "another mapping was placed over it" : strerror(err),
+               err == EEXIST ? "nothing to do (something in the program maps memory with MAP_FIXED "
+                               "over spillway's range: a bug there, or a debugger)"
+                             : "raise vm.max_map_count (sysctl), which limits the mappings a process may have",
+               RepeatedWarning::tail(at));
 }
 
 size_t free_bytes() { return g_free_granules * kGranule; }

@@ -74,8 +74,10 @@ bool extend(uintptr_t start, size_t old_bytes, size_t new_bytes);
 // Returns space; the caller has already re-reserved it PROT_NONE. Shrinks
 // the range when its top has more than one step free.
 void give_back(uintptr_t start, size_t bytes);
-// Marks [start, start+bytes) unusable forever (someone else mapped there).
-void lose(uintptr_t start, size_t bytes);
+// Leaves [start, start+bytes) unusable forever: err is why it could not
+// be reserved again (EEXIST: another mapping sits there), logged once per
+// reason; 0 when the caller has said why (a pool range not punched).
+void lose(uintptr_t start, size_t bytes, int err);
 size_t free_bytes(); // free inside the current reservation
 size_t used_bytes(); // held by regions (or lost)
 

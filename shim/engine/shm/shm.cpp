@@ -151,7 +151,10 @@ int shm_resize(int fd, off_t size, bool truncate_call, int mode, off_t offset) {
             syscall(SYS_unlinkat, dir, name.c_str(), 0);
         }
         SPW_LOG(warn, "shared-memory segment %s (%lld bytes) stays in /dev/shm: could not reserve it "
-                      "in %s (%s)", t->path, (long long)end, spill_dir_path().c_str(), strerror(err));
+                      "in %s (%s), so it takes RAM (and room in /dev/shm, 64 MiB in Docker by "
+                      "default) and is NOT protected from the memory limit: %s",
+                t->path, (long long)end, spill_dir_path().c_str(), strerror(err),
+                fallback_remedy(disk_usable() ? fallback_from_errno(err) : Fallback::no_spill_dir));
         errno = saved;
         return real();
     }
@@ -162,7 +165,10 @@ int shm_resize(int fd, off_t size, bool truncate_call, int mode, off_t offset) {
         err = errno;
         close(spill);
         syscall(SYS_unlinkat, dir, name.c_str(), 0);
-        SPW_LOG(warn, "could not redirect %s (%s); it stays in /dev/shm", t->path, strerror(err));
+        SPW_LOG(warn, "could not redirect %s (%s); it stays in /dev/shm, in RAM and NOT protected "
+                      "from the memory limit (a race with a thread closing the descriptor): nothing "
+                      "to do unless it repeats, then set shm.redirect = false and report it",
+                t->path, strerror(err));
         errno = saved;
         return real();
     }

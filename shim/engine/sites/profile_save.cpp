@@ -41,14 +41,19 @@ void profile_save(const Settings &s) {
     std::string tmp = s.profile_file + ".tmp." + std::to_string(getpid());
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
-        SPW_LOG(warn, "cannot write profile %s (%s); what this run learned is lost",
-                tmp.c_str(), strerror(errno));
+        SPW_LOG(warn, "cannot write profile %s (%s, creating %s next to it); what this run learned "
+                      "is lost: make that directory writable, or set profile.file to a writable place",
+                s.profile_file.c_str(), strerror(errno), tmp.c_str());
         return;
     }
-    bool ok = write(fd, out.data(), out.size()) == (ssize_t)out.size();
-    ok = close(fd) == 0 && ok;
-    if (!ok || rename(tmp.c_str(), s.profile_file.c_str()) != 0) {
-        SPW_LOG(warn, "cannot write profile %s (%s)", s.profile_file.c_str(), strerror(errno));
+    ssize_t wrote = write(fd, out.data(), out.size());
+    int err = wrote < 0 ? errno : wrote != (ssize_t)out.size() ? ENOSPC : 0; // short: the disk filled
+    if (close(fd) != 0 && !err) err = errno;
+    if (!err && rename(tmp.c_str(), s.profile_file.c_str()) != 0) err = errno;
+    if (err) {
+        SPW_LOG(warn, "cannot write profile %s (%s); what this run learned is lost and the profile "
+                      "keeps what earlier runs learned: free space on its disk, or set profile.file "
+                      "to a writable place", s.profile_file.c_str(), strerror(err));
         unlink(tmp.c_str());
     }
 }

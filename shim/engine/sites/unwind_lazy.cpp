@@ -52,7 +52,7 @@ bool load() {
     if (!lib) {
         const char *why = dlerror();
         SPW_LOG(warn, "cannot load %s (%s): large allocations are placed without call sites "
-                      "(install libunwind8)", soname, why ? why : "unknown error");
+                      "(install libunwind8), so rules and learning are off", soname, why ? why : "unknown error");
         return false;
     }
     bool complete = true;
@@ -62,8 +62,10 @@ bool load() {
 #undef SPW_RESOLVE
     auto *space = (unw_addr_space_t *)dlsym(lib, "_ULx86_64_local_addr_space");
     if (!complete || !space) {
-        SPW_LOG(warn, "%s lacks functions spillway needs: large allocations are placed "
-                      "without call sites", soname);
+        SPW_LOG(warn, "%s lacks functions spillway needs (a libunwind.so.8 other than Debian's libunwind8?): large "
+                      "allocations are placed without call sites, so rules and learning are off; "
+                      "install libunwind8 (apt-get install libunwind8) and remove the other "
+                      "libunwind.so.8 from the library path", soname);
         return false;
     }
     _ULx86_64_local_addr_space = *space;

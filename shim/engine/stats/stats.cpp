@@ -61,6 +61,13 @@ void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uin
     }
 }
 
+void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint64_t ns) {
+    g_stats.writeback_passes.fetch_add(1, std::memory_order_relaxed);
+    g_stats.writeback_bytes.fetch_add(dirty_bytes, std::memory_order_relaxed);
+    g_stats.writeback_unmapped_bytes.fetch_add(unmapped_bytes, std::memory_order_relaxed);
+    g_stats.writeback_ns.fetch_add(ns, std::memory_order_relaxed);
+}
+
 void stats_after_fork_child() {
     for (int i = 0; i < 4; i++) {
         g_stats.regions[i].store(0);
@@ -72,7 +79,9 @@ void stats_after_fork_child() {
     g_stats.reallocs_in_place.store(0);
     g_stats.reallocs_moved.store(0);
     for (auto *c : {&g_stats.promotions, &g_stats.promoted_bytes, &g_stats.demotions, &g_stats.demoted_bytes,
-                    &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns})
+                    &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns,
+                    &g_stats.failed_promotions, &g_stats.failed_demotions, &g_stats.writeback_passes,
+                    &g_stats.writeback_bytes, &g_stats.writeback_unmapped_bytes, &g_stats.writeback_ns})
         c->store(0);
     for (auto &r : g_stats.demote_reasons) r.store(0);
 }
@@ -127,7 +136,13 @@ std::string stats_json() {
            ",\"growing\":" + n(g_stats.demote_reasons[2]) + ",\"kernel_pressure\":" +
            n(g_stats.demote_reasons[3]) + "},\"move_ms\":" + std::to_string(g_stats.move_ns.load() / 1000000) +
            ",\"longest_pause_us\":" + std::to_string(g_stats.longest_pause_ns.load() / 1000) +
-           ",\"controller_cpu_us\":" + std::to_string(g_stats.tiering_cpu_ns.load() / 1000) + "}";
+           ",\"controller_cpu_us\":" + std::to_string(g_stats.tiering_cpu_ns.load() / 1000) +
+           member(key::failed_promotions) + n(g_stats.failed_promotions) + member(key::failed_demotions) +
+           n(g_stats.failed_demotions) + "}";
+    out += member(key::writeback) + "{\"" + key::passes + "\":" + n(g_stats.writeback_passes) +
+           member(key::written_back_bytes) + n(g_stats.writeback_bytes) + member(key::unmapped_bytes) +
+           n(g_stats.writeback_unmapped_bytes) + member(key::pass_ms) +
+           std::to_string(g_stats.writeback_ns.load() / 1000000) + "}";
     out += member(key::sites) + callsite_stats_json();
     out += "}";
     return out;

@@ -31,6 +31,14 @@ struct Stats {
     std::atomic<uint64_t> move_ns;           // all moves together
     std::atomic<uint64_t> longest_pause_ns;  // the longest one chunk kept writers waiting
     std::atomic<uint64_t> tiering_cpu_ns;    // the controller thread's CPU time
+    // Moves that failed: the new home could not be made, or the move was
+    // undone (a region busy or freed meanwhile is no failure).
+    std::atomic<uint64_t> failed_promotions, failed_demotions;
+    // Paced writeback (writeback.cpp): passes that asked the kernel to write
+    // spill files; the dirty bytes those ranges held when asked; the bytes
+    // of spill mappings whose page-table entries were dropped first; the
+    // passes' wall time.
+    std::atomic<uint64_t> writeback_passes, writeback_bytes, writeback_unmapped_bytes, writeback_ns;
 };
 
 extern Stats g_stats;
@@ -45,6 +53,8 @@ void stats_on_fallback(Fallback why);
 // stats_on_rehome is any other (spillway_spill, spillway_export).
 void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uint64_t pause_ns);
 void stats_on_rehome(Backing from, Backing to, size_t bytes);
+// One writeback pass (writeback.h) that asked the kernel to write.
+void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint64_t ns);
 // Fork child: start counting afresh (regions it inherited stay live), so the
 // lines of a process tree add up instead of repeating the parent's counts.
 void stats_after_fork_child();

@@ -69,7 +69,8 @@ int copy_file(int from, uint64_t from_off, int to, uint64_t to_off, size_t n) {
 
 [[noreturn]] void lost(uintptr_t at, const char *what, int err) {
     SPW_LOG(error, "moving the region bytes at %p failed and putting them back failed too (%s: %s); they "
-                   "would be lost, aborting",
+                   "would be lost, aborting rather than run on with wrong data: set tiering.enabled = false to "
+                   "avoid tiering's moves, and report it with this log",
             (void *)at, what, strerror(-err));
     abort();
 }

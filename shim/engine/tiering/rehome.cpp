@@ -563,7 +563,9 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             mprotect((void *)a, n, PROT_READ);
             if (int undo = restore_chunk(src, back, n)) {
                 SPW_LOG(error, "moving region %p failed (%s) and undoing it failed too (%s); its "
-                               "bytes from offset %zu are lost, aborting",
+                               "bytes from offset %zu are lost, aborting rather than run on with wrong "
+                               "data: set tiering.enabled = false to avoid tiering's moves, and report "
+                               "it with this log",
                         (void *)src.start, strerror(-rc), strerror(-undo), back);
                 abort();
             }

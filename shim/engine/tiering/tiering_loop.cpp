@@ -8,6 +8,7 @@
 #include "tiering/claims.h"
 #include "config.h"
 #include "log.h"
+#include "log_repeats.h"
 #include "registry/arena.h"
 #include "registry/region.h"
 #include "tiering/rehome.h"
@@ -213,6 +214,18 @@ uint64_t make_room(const Snapshot *snap, unsigned n, size_t promoted, uint64_t w
     return before > f.usage ? before - f.usage : 0;
 }
 
+// A move that fails fails again at the next look while its cause lasts (a
+// full disk: every 100 ms): each warning is said once per errno, and every
+// failure is counted in the stats (failed_promotions, failed_demotions).
+RepeatedWarning g_promote_failed, g_demote_no_file, g_demote_failed;
+
+// The end of the line of a move that failed and was undone.
+const char *move_remedy(int err) {
+    Fallback cause = fallback_from_errno(err);
+    return cause == Fallback::other ? "if it repeats, set tiering.enabled = false and report it with this log"
+                                    : fallback_remedy(cause);
+}
+
 // limited: the cgroup has a memory limit. Without one there is no budget to
 // share and no claim is made.
 bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &cgroup, bool limited,
@@ -275,9 +288,13 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     release_claim(); // charged to the cgroup now (or freed again below)
     if (rc != 0) {
         close_spill_file(dest);
-        if (rc != -EBUSY && rc != -ESTALE)
-            SPW_LOG(warn, "tiering: promoting %zu MiB at %p failed (%s); it stays on disk", c.bytes,
-                    (void *)c.start, strerror(-rc));
+        if (rc != -EBUSY && rc != -ESTALE) { // not a failure: the region was busy or went away
+            g_stats.failed_promotions.fetch_add(1, std::memory_order_relaxed);
+            LogLevel at = g_promote_failed.level(-rc);
+            SPW_LOG_AT(at, "tiering: promoting %zu MiB at %p failed (%s) and was undone; it stays on "
+                           "disk, intact, where random access is slower: %s%s",
+                       c.bytes / kMiB, (void *)c.start, strerror(-rc), move_remedy(-rc), RepeatedWarning::tail(at));
+        }
         return false;
     }
     record_move(s, now);
@@ -303,18 +320,25 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
     const TierCandidate &c = s.c;
     SpillFile *dest = nullptr;
     if (int err = new_dedicated_disk_file(c.bytes, &dest)) {
-        SPW_LOG(warn, "tiering: memory is nearly exhausted but %zu MiB at %p cannot move to disk (%s "
-                      "in %s); free disk space there",
-                c.bytes / kMiB, (void *)c.start, strerror(err), spill_dir_path().c_str());
+        g_stats.failed_demotions.fetch_add(1, std::memory_order_relaxed);
+        LogLevel at = g_demote_no_file.level(err);
+        SPW_LOG_AT(at, "tiering: memory is nearly exhausted but %zu MiB at %p cannot move to disk (%s "
+                       "in %s), so the OOM killer may end the job: %s%s",
+                   c.bytes / kMiB, (void *)c.start, strerror(err), spill_dir_path().c_str(),
+                   fallback_remedy(fallback_from_errno(err)), RepeatedWarning::tail(at));
         return false;
     }
     MoveResult res;
     int rc = rehome_region_checked(s.region, c.start, dest, true, &res);
     if (rc != 0) {
         close_spill_file(dest);
-        if (rc != -EBUSY && rc != -ESTALE)
-            SPW_LOG(warn, "tiering: demoting %zu MiB at %p failed (%s); it stays in memory", c.bytes,
-                    (void *)c.start, strerror(-rc));
+        if (rc != -EBUSY && rc != -ESTALE) {
+            g_stats.failed_demotions.fetch_add(1, std::memory_order_relaxed);
+            LogLevel at = g_demote_failed.level(-rc);
+            SPW_LOG_AT(at, "tiering: demoting %zu MiB at %p failed (%s) and was undone; it stays in "
+                           "memory, intact, and the OOM killer may end the job: %s%s",
+                       c.bytes / kMiB, (void *)c.start, strerror(-rc), move_remedy(-rc), RepeatedWarning::tail(at));
+        }
         return false;
     }
     record_move(s, now);
@@ -470,6 +494,7 @@ void tiering_after_fork_child(bool trusted) {
     g_started.store(false); // the claims file's descriptor: claims_after_fork_child
     g_claim_held.store(false); // the parent's claim, not ours
     for (History &h : g_history) h = History{};
+    for (RepeatedWarning *w : {&g_promote_failed, &g_demote_no_file, &g_demote_failed}) w->forget();
 }
 
 uint64_t tiering_cpu_ns() { return g_stats.tiering_cpu_ns.load(); }

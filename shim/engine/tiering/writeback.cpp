@@ -3,9 +3,12 @@
 
 #include "os/background_thread.h"
 #include "backing/backing.h"
+#include "cachestat.h"
+#include "clock.h"
 #include "os/cgroup.h"
 #include "fd_policy.h"
 #include "registry/region.h"
+#include "stats/stats.h"
 
 #include <atomic>
 #include <cerrno>
@@ -39,6 +42,9 @@ constexpr size_t kUnmapStep = 64ull << 20;
 
 std::atomic<bool> g_started{false};
 std::atomic<uint64_t> g_passes{0}, g_polls{0};
+// cachestat(2) answered ENOSYS once (a kernel before 6.5): the pass measures
+// what it wrote from the cgroup's dirty figure instead.
+std::atomic<bool> g_no_cachestat{false};
 
 uint64_t stat_value(const std::string &path, const char *key) {
     char buf[8192];
@@ -117,7 +123,9 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
 // or anonymous mapping MADV_DONTNEED would discard data, and under the lock
 // no region can be freed, created or remapped private at that address (a
 // move maps files MAP_SHARED over it: harmless too).
-void unmap_before_writing(const MappedRange *mapped, unsigned n) {
+// Returns the bytes of address range whose page-table entries it dropped.
+uint64_t unmap_before_writing(const MappedRange *mapped, unsigned n) {
+    uint64_t unmapped = 0;
     for (unsigned i = 0; i < n; i++) {
         for (size_t off = 0; off < mapped[i].len; off += kUnmapStep) {
             std::lock_guard<std::mutex> guard(large_lock());
@@ -127,9 +135,26 @@ void unmap_before_writing(const MappedRange *mapped, unsigned n) {
                 !writable_shared_disk(live))
                 break;
             size_t step = mapped[i].len - off < kUnmapStep ? mapped[i].len - off : kUnmapStep;
-            madvise((void *)(mapped[i].start + off), step, MADV_DONTNEED); // EINVAL if mlocked: left mapped
+            if (madvise((void *)(mapped[i].start + off), step, MADV_DONTNEED) == 0) // EINVAL if mlocked: left mapped
+                unmapped += step;
         }
     }
+    return unmapped;
+}
+
+// The dirty bytes of a file range in the page cache, or false when the
+// kernel cannot tell (cachestat(2) needs Linux 6.5).
+bool dirty_bytes(int fd, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (g_no_cachestat.load(std::memory_order_relaxed)) return false;
+    if (hi <= lo) return true; // nothing (len 0 would mean "to the end of the file")
+    Cachestat cs{};
+    if (cachestat(fd, CachestatRange{lo, hi - lo}, cs) != 0) {
+        if (errno == ENOSYS) g_no_cachestat.store(true, std::memory_order_relaxed);
+        return false;
+    }
+    static const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    *out = cs.nr_dirty * page;
+    return true;
 }
 
 long period_ms(const DirtyFigures &f) { return f.limited ? kPeriodMs : kIdlePeriodMs; }
@@ -176,20 +201,40 @@ bool writeback_due(const DirtyFigures &f) {
 }
 
 unsigned writeback_pass(bool wait) {
+    const uint64_t t0 = monotonic_ns();
     FileRange ranges[kMaxFiles];
     MappedRange mapped[kMaxUnmapped];
     unsigned n_mapped = 0;
     unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped);
-    unmap_before_writing(mapped, n_mapped);
+    uint64_t unmapped = unmap_before_writing(mapped, n_mapped);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
+    // What the pass writes: the ranges' dirty bytes, measured after the
+    // unmap (which moves the dirty bits of page-table entries to their
+    // pages) and just before they are written. Without cachestat, the
+    // cgroup's dirty bytes before and after: other files' pages move it too.
+    uint64_t written = 0;
+    bool by_cgroup = false;
+    for (unsigned i = 0; i < n && !by_cgroup; i++) {
+        uint64_t dirty = 0;
+        by_cgroup = !dirty_bytes(ranges[i].fd, ranges[i].lo, ranges[i].hi, &dirty);
+        written += dirty;
+    }
+    uint64_t cgroup_dirty = n && by_cgroup ? read_dirty_figures().dirty : 0;
     for (unsigned i = 0; i < n; i++) {
         // Errors (EIO, a file shrunk under us) are the kernel's to report
         // at the next fsync or fault; the flushers will try again anyway.
         sync_file_range(ranges[i].fd, (off64_t)ranges[i].lo, (off64_t)(ranges[i].hi - ranges[i].lo), flags);
         close(ranges[i].fd);
     }
-    if (n) g_passes.fetch_add(1, std::memory_order_relaxed);
+    if (n && by_cgroup) {
+        uint64_t after = read_dirty_figures().dirty;
+        written = cgroup_dirty > after ? cgroup_dirty - after : 0;
+    }
+    if (n) {
+        g_passes.fetch_add(1, std::memory_order_relaxed);
+        stats_on_writeback_pass(written, unmapped, monotonic_ns() - t0);
+    }
     return n;
 }
 

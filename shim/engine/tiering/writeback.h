@@ -61,7 +61,11 @@ bool writeback_due(const DirtyFigures &f);
 
 // One pass over every disk-backed spill file range of this process: starts
 // writeback of their dirty pages (and, with wait, waits for it: for tests).
-// Returns the number of file ranges it asked the kernel to write.
+// Returns the number of file ranges it asked the kernel to write. A pass
+// that asked is counted in the exit stats (stats_on_writeback_pass): the
+// dirty bytes of those ranges when asked (cachestat(2); before Linux 6.5,
+// the drop of the cgroup's dirty bytes over the pass, 0 without a limit),
+// the bytes of mappings it unmapped first, and its wall time.
 unsigned writeback_pass(bool wait = false);
 
 // Called by the large path after a disk region was created: starts the

@@ -5,7 +5,7 @@
 # exits 1 otherwise). Timings are printed, never judged.
 set -euo pipefail
 lib=$1 phases=$2
-dir=$(mktemp -d /var/tmp/spillway-phases-smoke.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-phases-smoke.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 out=$("$phases" floor --file "$dir/floor" --size 16M --reads 200)
 echo "$out"

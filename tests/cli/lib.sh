@@ -28,6 +28,6 @@ expect_lines() {
 }
 
 make_scratch() {
-    SCRATCH=$(mktemp -d /var/tmp/spillway-cli-test.XXXXXX) || fail "cannot create a scratch dir under /var/tmp"
+    SCRATCH=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-cli-test.XXXXXX) || fail "cannot create a scratch dir under ${SPILLWAY_TEST_TMP:-/var/tmp}"
     trap 'rm -rf "$SCRATCH"' EXIT
 }

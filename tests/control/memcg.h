@@ -26,7 +26,7 @@ class MemoryCgroup {
     std::string usage_file() const;
     std::string procs_file() const { return dir_ + "/cgroup.procs"; }
     uint64_t usage() const; // UINT64_MAX when unreadable
-    bool set_limit(uint64_t bytes);
+    bool set_limit(uint64_t bytes); // and no swap (memory.swap.max 0, v1 memsw = limit)
 
   private:
     bool v2_ = false;

@@ -73,6 +73,26 @@ static Maps read_maps() {
     return m;
 }
 
+// Mappings of spill regions: spill files in dir, the memory pool and promoted memfds.
+static size_t region_mappings(const Maps &m, const char *dir) {
+    size_t n = 0;
+    for (const std::string &f : m.files)
+        if (f.rfind(dir, 0) == 0 || f == "memfd:spillway (deleted)" ||
+            f == "memfd:spillway-promoted (deleted)")
+            n++;
+    return n;
+}
+
+// The descriptors the detector thread opens at its first tick and keeps.
+static bool detector_ticked(const std::map<int, std::string> &fds) {
+    bool pagemap = false, live = false;
+    for (auto &[fd, t] : fds) {
+        pagemap |= t.size() > 8 && t.compare(t.size() - 8, 8, "/pagemap") == 0;
+        live |= t == "/memfd:spillway-live (deleted)";
+    }
+    return pagemap && live;
+}
+
 static size_t dir_entries(const char *dir) {
     size_t n = 0;
     if (DIR *d = opendir(dir)) {
@@ -248,6 +268,20 @@ int main(int argc, char **argv) {
     // Warm-up: brings up what legitimately stays for the process lifetime
     // (the reaper and sampler threads, the pool file and memfd, glibc's
     // cached thread stacks, the learner's descriptors).
+    // The memory pool (memfd "spillway", backing.h) opens at the first memory
+    // region and stays open. A plain malloc gets one only once the detector
+    // has classified its site random-access, which depends on when its
+    // thread runs: on a loaded machine (load 8-17 on 2 cores) no site was
+    // classified during the warm-up, the pool opened during the churn, and
+    // the descriptor check failed on it. So both pools open here, by request.
+    auto *alloc = (void *(*)(size_t, unsigned))dlsym(RTLD_DEFAULT, "spillway_alloc");
+    auto *backing = (int (*)(const void *))dlsym(RTLD_DEFAULT, "spillway_backing");
+    CHECK(alloc && backing);
+    for (unsigned flags : {2u /* SPILLWAY_PREFER_MEMORY */, 1u /* SPILLWAY_PREFER_DISK */}) {
+        void *p = alloc(2 << 20, flags);
+        CHECK(p && backing(p) == (flags == 2u ? 2 /* memory */ : 1 /* disk */));
+        free(p);
+    }
     std::string baseline_exec_fds;
     CHECK(do_exec(&baseline_exec_fds) == 0);
     {
@@ -257,13 +291,24 @@ int main(int argc, char **argv) {
     }
     std::mt19937_64 rng(42);
     do_fork(rng);
-    // Past the recycle cache's idle time (1 s, trimmed every 250 ms: a
-    // freed region stays mapped that long, shim/engine/large/recycle.h), so the baseline
-    // holds no cached region's mapping.
-    usleep(2000000);
-    CHECK(!g_failed);
-    auto fds0 = fd_table();
+    // Every warm-up region is freed; the baseline waits until none is
+    // mapped any more: past the recycle cache's idle time (1 s, trimmed
+    // every 250 ms, shim/engine/large/recycle.h) and the reaper's queue. A fixed 2 s
+    // sleep assumed the reaper ran within it; a starved one had not, and
+    // the check then blamed the churn for mappings the warm-up left.
+    // It also waits for the detector thread's first tick, which opens the
+    // descriptors it keeps (pagemap, the live stats memfd): a thread that
+    // had not run yet would open them during the churn.
+    usleep(1000000);
     Maps maps0 = read_maps();
+    auto fds0 = fd_table();
+    for (int i = 0; i < 300 && (region_mappings(maps0, dir) || !detector_ticked(fds0)); i++) {
+        usleep(100000);
+        maps0 = read_maps();
+        fds0 = fd_table();
+    }
+    CHECK(region_mappings(maps0, dir) == 0 && detector_ticked(fds0));
+    CHECK(!g_failed);
 
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> ts;

@@ -5,7 +5,7 @@
 # /work/notes/hardening-shim-bugs.md.
 set -uo pipefail
 lib=$1 probe=$2
-dir=$(mktemp -d /var/tmp/spillway-stdio.XXXXXX); trap 'rm -rf "$dir"' EXIT
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-stdio.XXXXXX); trap 'rm -rf "$dir"' EXIT
 status=0
 for n in 0 1 2; do
   # fd 9 carries the answer out; slot n is closed when the shimmed probe starts.

@@ -26,7 +26,7 @@ if [ "$mode" = full ]; then
   tests+=(test_io test_multiprocessing_forkserver test_multiprocessing_spawn test_json test_re)
   memlimit=(-M 2G)
 fi
-work=$(mktemp -d /var/tmp/spillway-cpython.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-cpython.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -m 0700 "$work/spill"
 run() { # run NAME [env...]

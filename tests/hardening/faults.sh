@@ -13,7 +13,7 @@
 # (restored on exit; off by default: other jobs share the machine).
 set -uo pipefail
 lib=$1 prog=$2 sfail=$3
-work=$(mktemp -d /var/tmp/spillway-faults.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-faults.XXXXXX)
 chmod 0755 "$work"
 mnt="$work/mnt"
 orig_maxmap=$(cat /proc/sys/vm/max_map_count)

@@ -65,7 +65,7 @@ tests=(tst-malloc tst-calloc tst-realloc tst-reallocarray tst-memalign tst-posix
        tst-interpose-nothread tst-interpose-thread)
 declare -A known=() # test name -> the line its documented failure prints (none now)
 
-work=$(mktemp -d /var/tmp/spillway-glibc-malloc.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-glibc-malloc.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src" "$work/bin" "$work/log" "$work/res"
 tar -xJf "$tarball" -C "$work/src" --strip-components=1 --wildcards '*/malloc/tst-*.c' '*/malloc/tst-*.h'

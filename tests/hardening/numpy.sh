@@ -56,7 +56,7 @@ if [ -n "${NUMPY_TESTS:-}" ]; then   # paths under numpy's directory, for a look
   read -r -a targets <<< "$NUMPY_TESTS"; targets=("${targets[@]/#/$np_dir/}")
 fi
 
-work=$(mktemp -d /var/tmp/spillway-numpy.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-numpy.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 run() { # run NAME [env...]: one pytest run in $work/NAME, junit xml in $work/NAME.xml
   local name=$1; shift

@@ -15,7 +15,7 @@
 #  * the only environment variables the library names are the documented ones
 set -uo pipefail
 lib=$1 prog=$2 sfail=${3:-$(dirname "$prog")/seccomp_fail}
-work=$(mktemp -d /var/tmp/spillway-security.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-security.XXXXXX)
 chmod 0755 "$work"
 trap 'rm -rf "$work"' EXIT
 failed=0

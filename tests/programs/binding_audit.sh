@@ -10,7 +10,7 @@
 set -euo pipefail
 lib=$1 cxx_prog=$2 c_main=$3 cxx_lib=$4
 work=$(mktemp -d /tmp/spillway-binding-audit.XXXXXX)
-spill=$(mktemp -d /var/tmp/spillway-binding-audit.XXXXXX)
+spill=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-binding-audit.XXXXXX)
 trap 'rm -rf "$work" "$spill"' EXIT
 failed=0
 

@@ -9,7 +9,7 @@ set -euo pipefail
 lib=$1 prog=$2
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../tools/lib/cgroup.sh"
-dir=$(mktemp -d /var/tmp/spillway-sites.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-sites.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "callsite_policy: $*"; exit 1; }
 DISK=1 MEMORY=2

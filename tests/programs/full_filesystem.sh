@@ -5,7 +5,7 @@
 set -euo pipefail
 lib=$1
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d /var/tmp/spillway-fullfs.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-fullfs.XXXXXX)
 mnt="$work/mnt"
 cleanup() { mountpoint -q "$mnt" && umount "$mnt"; rm -rf "$work"; }
 trap cleanup EXIT

@@ -4,7 +4,7 @@
 # frees it with the last descriptor.
 set -euo pipefail
 lib=$1
-dir=$(mktemp -d /var/tmp/spillway-kill9.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-kill9.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 env LD_PRELOAD="$lib" SPILLWAY_DIR="$dir" SPILLWAY_THRESHOLD=1MiB /usr/bin/python3 -c '
 import numpy as np, time, sys

@@ -20,7 +20,7 @@ set -euo pipefail
 lib=$1 prog=$2 spillway=$3
 for v in CONFIG DIR THRESHOLD POLICY LOG STATS ON_ERROR; do unset "SPILLWAY_$v"; done
 fail() { echo "lazy_start.sh: FAIL: $*" >&2; exit 1; }
-dir=$(mktemp -d /var/tmp/spillway-lazy.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-lazy.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')

@@ -13,7 +13,7 @@ set -euo pipefail
 lib=$1 cli=$2
 here=$(cd "$(dirname "$0")" && pwd)
 prog=$here/python_sites.py
-dir=$(mktemp -d /var/tmp/spillway-pysites.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-pysites.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "python_sites: $*"; exit 1; }
 DISK=1 MEMORY=2

@@ -6,7 +6,7 @@
 set -euo pipefail
 lib=$1
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d /var/tmp/spillway-progs.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-progs.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 run() { "$here/under_shim.sh" "$lib" "$@"; }
 

@@ -6,7 +6,7 @@
 # unsafe directory (world-writable, a symlink) is refused.
 set -euo pipefail
 lib=$1
-work=$(mktemp -d /var/tmp/spillway-refuse.XXXXXX)
+work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-refuse.XXXXXX)
 shm=$(mktemp -d /dev/shm/spillway-refuse.XXXXXX)
 trap 'rm -rf "$work" "$shm"' EXIT
 fail() { echo "refusals: $*"; exit 1; }

@@ -5,7 +5,7 @@
 # checks that start-up reserves little address space (VmSize).
 set -euo pipefail
 lib=$1 prog=$2
-dir=$(mktemp -d /var/tmp/spillway-rlimit.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-rlimit.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "rlimit_as: $*"; exit 1; }
 

@@ -6,7 +6,7 @@
 # behind in /dev/shm or the spill directory.
 set -euo pipefail
 lib=$1
-dir=$(mktemp -d /var/tmp/spillway-shm.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-shm.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 cat > "$dir/job.py" <<'PY'
 import os, sys, torch

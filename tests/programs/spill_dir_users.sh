@@ -17,7 +17,7 @@ fi
 # Scripts and logs on /dev/shm; the namespace's /var/tmp (a disk directory)
 # hides everything under the real /var/tmp.
 work=$(mktemp -d /dev/shm/spillway-users.XXXXXX)
-vartmp=$(mktemp -d /var/tmp/spillway-users.XXXXXX)
+vartmp=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-users.XXXXXX)
 trap 'rm -rf "$work" "$vartmp"' EXIT
 chmod 0755 "$work"
 chmod 1777 "$vartmp"

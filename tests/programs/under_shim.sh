@@ -4,7 +4,7 @@
 # the directory is empty again (spill files are unnamed: nothing may leak).
 set -euo pipefail
 lib=$1; shift
-dir=$(mktemp -d /var/tmp/spillway-test.XXXXXX)
+dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-test.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 status=0
 env LD_PRELOAD="$lib" SPILLWAY_DIR="$dir" SPILLWAY_THRESHOLD="${SPILLWAY_THRESHOLD:-1MiB}" "$@" || status=$?

@@ -125,6 +125,12 @@ class MemoryCgroup:
         os.mkdir(self.dir)
         with open(self.dir + ("/memory.max" if self.v2 else "/memory.limit_in_bytes"), "w") as f:
             f.write(str(limit))
+        # No swap either (as docker run --memory-swap equal to --memory): the
+        # tests expect OOM kills, and a machine may have swap turned on.
+        swap = self.dir + ("/memory.swap.max" if self.v2 else "/memory.memsw.limit_in_bytes")
+        if os.path.exists(swap):
+            with open(swap, "w") as f:
+                f.write("0" if self.v2 else str(limit))
 
     def join(self):
         with open(self.dir + "/cgroup.procs", "w") as f:

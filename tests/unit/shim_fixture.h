@@ -13,6 +13,7 @@
 #include "config.h"
 #include "large/large.h"
 #include "profile.h"
+#include "test_tmp.h"
 
 #include <cstdlib>
 #include <string>
@@ -22,8 +23,8 @@ namespace test {
 inline spillway::Settings &settings() {
     static spillway::Settings *s = [] {
         auto *st = new spillway::Settings();
-        char tmpl[] = "/var/tmp/spillway-unit.XXXXXX";
-        st->spill_dir = mkdtemp(tmpl);
+        std::string tmpl = tmp_template("spillway-unit");
+        st->spill_dir = mkdtemp(tmpl.data());
         st->threshold = 1 << 20;
         st->log_level = spillway::LogLevel::error;
         spillway::Rule scatter; // test_callsite: rules by name and by module

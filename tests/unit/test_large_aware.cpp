@@ -61,9 +61,9 @@ std::string read_file(const std::string &path, size_t n) {
 
 TEST_CASE("export names a region's own file once, with the region's bytes") {
     test::bring_up();
-    char tmpl[] = "/var/tmp/spillway-test-export.XXXXXX";
-    REQUIRE(mkdtemp(tmpl));
-    Namer namer{tmpl};
+    std::string tmpl = test::tmp_template("spillway-test-export");
+    REQUIRE(mkdtemp(tmpl.data()));
+    Namer namer{tmpl.c_str()};
     const size_t n = 6 << 20;
     bool use_small = false;
     auto *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_MEMORY, &use_small);
@@ -83,14 +83,14 @@ TEST_CASE("export names a region's own file once, with the region's bytes") {
     large_free(p);
     reaper_drain();
     unlink(v.exported);
-    rmdir(tmpl);
+    rmdir(tmpl.c_str());
 }
 
 TEST_CASE("no tiering move can swap a region's file while export names it") {
     test::bring_up();
-    char tmpl[] = "/var/tmp/spillway-test-export.XXXXXX";
-    REQUIRE(mkdtemp(tmpl));
-    Namer namer{tmpl};
+    std::string tmpl = test::tmp_template("spillway-test-export");
+    REQUIRE(mkdtemp(tmpl.data()));
+    Namer namer{tmpl.c_str()};
     const size_t n = 4 << 20;
     bool use_small = false;
     auto *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
@@ -110,5 +110,5 @@ TEST_CASE("no tiering move can swap a region's file while export names it") {
     large_free(p);
     reaper_drain();
     unlink(v.exported);
-    rmdir(tmpl);
+    rmdir(tmpl.c_str());
 }

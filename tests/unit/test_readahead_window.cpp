@@ -1,6 +1,7 @@
 // test_readahead_window.cpp — the device read-ahead lookup: a whole disk, a
 // partition (its disk's queue), a bdi-only device, nothing known; and the
 // real file system under /var/tmp against what sysfs says.
+#include "test_tmp.h"
 #include "os/readahead_window.h"
 
 #include <catch2/catch.hpp>
@@ -60,10 +61,10 @@ TEST_CASE("read-ahead of a whole disk, a partition, a bdi, and an unknown device
 }
 
 TEST_CASE("read-ahead of a real file agrees with the device's sysfs entry", "[readahead_window]") {
-    char path[] = "/var/tmp/spillway-unit-ra.XXXXXX";
-    int fd = mkstemp(path);
+    std::string path = test::tmp_template("spillway-unit-ra");
+    int fd = mkstemp(path.data());
     REQUIRE(fd >= 0);
-    unlink(path);
+    unlink(path.c_str());
     struct stat st;
     REQUIRE(fstat(fd, &st) == 0);
     uint64_t got = read_ahead_kb_of_fd(fd);

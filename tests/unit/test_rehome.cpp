@@ -163,6 +163,30 @@ TEST_CASE("writers during the move wait and their writes land") {
     reaper_drain();
 }
 
+TEST_CASE("a demotion writes memory past the page cache while writers run, and their writes land") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t n = 72 << 20, words = n / 8; // 4.5 chunks
+    uint64_t *p = (uint64_t *)large_alloc(n, 0, SPILLWAY_PREFER_MEMORY, &use_small);
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r->backing == Backing::memory);
+    for (size_t i = 0; i < words; i += 2) p[i] = i * 5; // even words: written once, before
+    Writers writers(p, words, 2 * 53, {1, 3});           // odd words: written all along
+    REQUIRE(writers.started());
+    SpillFile *disk = nullptr;
+    REQUIRE(new_dedicated_disk_file(r->map_len, &disk) == 0);
+    MoveResult res;
+    REQUIRE(rehome_region_checked(r, r->start, disk, true, &res) == 0);
+    CHECK(writers.running_after(writers.stores.load()));
+    writers.stop();
+    CHECK(r->backing == Backing::disk);
+    for (size_t t = 0; t < 2; t++) REQUIRE(writers.landed(t));
+    for (size_t i = 0; i < words; i += 2) REQUIRE(p[i] == i * 5);
+    large_free(p);
+    reaper_drain();
+}
+
 TEST_CASE("the tiering mover: disk to memfd in place, chunk by chunk, with writers running") {
     test::bring_up();
     bool use_small = false;

@@ -19,6 +19,7 @@ TEST_PACKAGES=(
   build-essential catch2
   python3-torch
   docker.io e2fsprogs util-linux procps
+  xfsprogs btrfs-progs strace  # tests/control/on_filesystem.sh: XFS and btrfs spill dirs; whose thread closes a file
   libjemalloc2 libtcmalloc-minimal4 python3-matplotlib xz-utils
   libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
   python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh

@@ -68,6 +68,10 @@ bool g_probe = false; // sampler_init: [profile] learn and probe
 constexpr uint32_t kMaxProbing = 32;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
+// sampler_hold: the thread skips its ticks while g_hold is set; g_in_tick
+// (seq_cst, with g_hold: either the thread sees the hold or the holder sees
+// the tick) says a tick is under way.
+std::atomic<bool> g_hold{false}, g_in_tick{false};
 std::atomic<uint64_t> g_cpu_ns{0}, g_ticks{0}, g_prefetched{0};
 int g_pagemap = -1;
 
@@ -756,14 +760,22 @@ void *sampler_main(void *) {
             uint64_t delay = wake - now;
             timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
             nanosleep(&ts, nullptr);
-            now = monotonic_ns();
         }
+        g_in_tick.store(true);
+        if (g_hold.load()) { // no look and no probe step while held: both wait a period
+            g_in_tick.store(false);
+            next_look = monotonic_ns() + kPeriodNs;
+            next_probe = next_look;
+            continue;
+        }
+        now = monotonic_ns();
         if (now >= next_look) {
             next_look = now + tick(now);
             stats_live_tick(now); // `spillway top` reads it
             g_ticks.fetch_add(1, std::memory_order_relaxed);
         }
         next_probe = probe_tick(monotonic_ns());
+        g_in_tick.store(false);
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }
     return nullptr;
@@ -782,6 +794,14 @@ void sampler_notice() {
 }
 
 void sampler_stop() { g_stop.store(true); }
+
+void sampler_hold(bool hold) {
+    g_hold.store(hold);
+    while (hold && g_in_tick.load()) {
+        timespec ts = {0, 1000000};
+        nanosleep(&ts, nullptr);
+    }
+}
 
 void sampler_after_fork_child() {
     g_started.store(false);

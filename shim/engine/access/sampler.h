@@ -42,6 +42,10 @@ void sampler_after_fork_child();
 // For benchmarks: CPU time the sampler thread has used, in nanoseconds.
 uint64_t sampler_cpu_ns();
 uint64_t sampler_ticks();
+// For tests: while held, the thread skips its ticks (and so never writes the
+// live snapshot, stats_live.h, whose tick is the thread's alone); holding
+// returns once a tick under way has ended.
+void sampler_hold(bool hold);
 // For tests: bytes of read-ahead the thread has requested for streams.
 uint64_t sampler_prefetched_bytes();
 

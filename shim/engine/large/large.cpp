@@ -278,11 +278,18 @@ void large_free(void *p) {
     if (g_untrusted) return; // stays mapped: retiring would touch the arena
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
-    // must find no mapping left, and closing a named file frees no blocks,
-    // so this is cheap. Unnamed files stay mapped for a same-sized
-    // allocation to take over (recycle.h), or go to the reaper.
-    if (r->file && r->file->exported[0]) large_retire(r);
-    else if (!recycle_keep(r)) reaper_submit(r);
+    // must find no mapping left. The rest of its retirement goes to the
+    // reaper like any other's: the close frees the file's blocks when its
+    // name was removed first, and the pool range an exported region left
+    // is punched; on a discard mount either can take seconds (reaper.h).
+    // Unnamed files stay mapped for a same-sized allocation to take over
+    // (recycle.h), or go to the reaper.
+    if (r->file && r->file->exported[0]) {
+        arena::unmap_to_reserved(r->start, r->va_len); // large_retire's unmap finds it done
+        reaper_submit(r);
+    } else if (!recycle_keep(r)) {
+        reaper_submit(r);
+    }
 }
 
 void large_retire(Region *r) {

@@ -3,6 +3,7 @@
 #include "clock.h"
 
 #include "backing/backing.h"
+#include "os/direct_write.h"
 #include "fd_policy.h"
 #include "os/lock_unless_held.h"
 #include "log.h"
@@ -24,6 +25,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <mutex>
+#include <optional>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -298,7 +300,9 @@ int copy_disk_chunk(const Source &s, DiskReader &rd, int dest_fd, size_t off, si
 // Copies [off, off+n) of the region from its old home into dest at off.
 // dest_map is dest's [off, off+n) mapped at a private address when dest is a
 // memfd (a disk source is read straight into it: one copy, no bounce).
-int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n) {
+// direct: a demotion's writer past the page cache (direct_write.h), or null.
+int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t off, size_t n,
+               DirectWriter *direct = nullptr) {
     return for_each_data(s, off, n, [&](size_t at, size_t len) -> int {
         if (s.backing == Backing::disk) {
             if (dest_map) return read_all(s.fd, dest_map + (at - off), len, (off_t)(s.file_off + at));
@@ -309,6 +313,7 @@ int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t of
             memcpy(dest_map + (at - off), from, len);
             return 0;
         }
+        if (direct) return direct->write(from, len, (off_t)at);
         return write_all(dest->fd, from, len, (off_t)at);
     });
 }
@@ -350,10 +355,10 @@ void set_chunk(uintptr_t a, uintptr_t b) {
 // The chunk [done, done+n) of the region moved by the tracked mover
 // (move_tracked.h, Level::full): 0, or an error with the chunk where it was.
 int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, DiskReader &reader, size_t done,
-                       size_t n, TrackedPause *pause) {
+                       size_t n, TrackedPause *pause, DirectWriter *direct) {
     const uintptr_t a = src.start + done;
     if (src.backing != Backing::disk) {
-        auto first = [&] { return copy_chunk(src, dest, nullptr, done, n); };
+        auto first = [&] { return copy_chunk(src, dest, nullptr, done, n, direct); };
         return t.block(a, n, src.backing == Backing::memory, dest->fd, done, first, pause);
     }
     // The range maps dest from the pull's first step: the old file's chunk
@@ -399,6 +404,13 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     };
     DiskReader reader;
     bool reader_fits = to_memory && src.backing == Backing::disk;
+    // A demotion writes past the page cache (direct_write.h), at the disk's
+    // speed: the tracked and narrow moves' full copy (writes made meanwhile
+    // are re-copied through page cache); in the read-only way, one copy per
+    // chunk in the window and no first copy (it would write every chunk twice).
+    std::optional<DirectWriter> writer;
+    if (write_back && !to_memory && src.backing != Backing::disk) writer.emplace(dest->fd);
+    DirectWriter *direct = writer && writer->direct() ? &*writer : nullptr;
     if (reader_fits || (level == uffd::Level::full && src.backing == Backing::disk)) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
@@ -437,7 +449,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         if (level == uffd::Level::full) {
             TrackedPause pause;
             uint64_t c0 = monotonic_ns();
-            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause);
+            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause, direct);
             if (t == 0) {
                 if (out) {
                     out->precopy_ns += monotonic_ns() - c0 - pause.total_ns;
@@ -487,7 +499,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
                 }
                 if (to_memory && !dest_map)
                     if (int m = map_dest()) return m;
-                return copy_chunk(src, dest, dest_map, done, n);
+                return copy_chunk(src, dest, dest_map, done, n, direct);
             };
             int t = tracked.track_and_copy(a, n, dest->fd, done, first, &pause);
             if (out) out->recopied_bytes += pause.recopied;
@@ -513,7 +525,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             // A first copy while writers still run: it reads what is not in
             // page cache and allocates the new home's pages, so the read-only
             // window below is one memory-speed copy, not disk reads or reclaim.
-            if (!by_reader && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
+            if (!by_reader && !direct && rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         }
         uint64_t c0 = monotonic_ns(); // writers into this chunk wait from here
         if (out) out->precopy_ns += c0 - p0;
@@ -530,7 +542,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             rc = map_dest();
             if (rc == 0) rc = copy_chunk(src, dest, dest_map, done, n);
         } else if (rc == 0 && !by_reader) {
-            rc = copy_chunk(src, dest, dest_map, done, n);
+            rc = copy_chunk(src, dest, dest_map, done, n, direct);
         }
         if (dest_map) munmap(dest_map, n);
         if (rc == 0) {

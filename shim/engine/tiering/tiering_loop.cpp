@@ -318,6 +318,12 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
 
 bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in, uint64_t now) {
     const TierCandidate &c = s.c;
+    // Said before the move too: a job killed during it leaves this line.
+    SPW_LOG(debug, "tiering: demoting %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
+                   "limit, growing %.0f MiB/s, need %llu MiB free)",
+            c.bytes / kMiB, (void *)c.start, backing_name(c.backing), demote_reason_name(v.reason),
+            (unsigned long long)(in.unreclaimable / kMiB), (unsigned long long)(in.limit / kMiB),
+            in.growth / kMiB, (unsigned long long)(v.need / kMiB));
     SpillFile *dest = nullptr;
     if (int err = new_dedicated_disk_file(c.bytes, &dest)) {
         g_stats.failed_demotions.fetch_add(1, std::memory_order_relaxed);

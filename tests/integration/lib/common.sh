@@ -28,9 +28,11 @@ install_cleanup_trap() {
 }
 
 # make_workdir: the run's scratch directory on a disk filesystem (spill
-# directories must not be tmpfs); removed at exit.
+# directories must not be tmpfs): SPILLWAY_TEST_TMP (tools/spill-device.sh),
+# else /var/tmp; removed at exit.
 make_workdir() {
-    WORK=$(mktemp -d /var/tmp/spillway-int.XXXXXX) || die "cannot create a scratch dir under /var/tmp; check that it exists and is writable"
+    local base=${SPILLWAY_TEST_TMP:-/var/tmp}
+    WORK=$(mktemp -d "$base/spillway-int.XXXXXX") || die "cannot create a scratch dir under $base; check that it exists and is writable"
     chmod 0700 "$WORK"
     on_exit "rm -rf '$WORK'"
 }

@@ -8,7 +8,7 @@
 make_loop_fs() {
     local name=$1 size=$2
     local img="$WORK/$name.ext4" mnt="$WORK/$name.mnt"
-    truncate -s "${size}M" "$img" || die "cannot create $img; check free space under /var/tmp"
+    truncate -s "${size}M" "$img" || die "cannot create $img; check free space under $(dirname "$WORK")"
     mkfs.ext4 -q -F -m 0 -E nodiscard "$img" || die "mkfs.ext4 on $img failed; install e2fsprogs"
     mkdir -p "$mnt"
     mount -o loop "$img" "$mnt" || die "mounting $img on a loop device failed; run as root on a kernel with loop support"

@@ -5,7 +5,10 @@
  * region moves to disk in place and the job ends; without, it is
  * OOM-killed. Prints the region's backing at each step (after the growth,
  * once a move under way has finished) and a checksum.
- * Usage: tier_growth REGION_MIB GROW_MIB RATE_MIB_S */
+ * Usage: tier_growth REGION_MIB GROW_MIB RATE_MIB_S [WAIT_MS]
+ * WAIT_MS (default 60000): how long to wait for the move after the growth;
+ * 0 for a run without a limit, where nothing moves (it waited 60 s for
+ * nothing). */
 #include "probe.h"
 
 #include <stdint.h>
@@ -26,12 +29,12 @@ static double now_ms(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "tier_growth: usage: tier_growth REGION_MIB GROW_MIB RATE_MIB_S\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "tier_growth: usage: tier_growth REGION_MIB GROW_MIB RATE_MIB_S [WAIT_MS]\n");
         return 2;
     }
     size_t region_mib = strtoull(argv[1], 0, 10), grow_mib = strtoull(argv[2], 0, 10);
-    double rate = strtod(argv[3], 0);
+    double rate = strtod(argv[3], 0), wait_ms = argc == 5 ? strtod(argv[4], 0) : 60000;
     setvbuf(stdout, NULL, _IOLBF, 0);
     void *(*alloc)(size_t, unsigned) = (void *(*)(size_t, unsigned))dlsym(RTLD_DEFAULT, "spillway_alloc");
     size_t words = region_mib << 17;
@@ -65,9 +68,9 @@ int main(int argc, char **argv) {
     /* A demotion frees the region's memory chunk by chunk as it goes (that
      * is what keeps the job alive) and changes its backing when the last
      * chunk is on disk, which on a slow disk can be after the growth ended:
-     * wait for it (at most 60 s), and say how long. */
+     * wait for it (at most wait_ms), and say how long. */
     double t1 = now_ms();
-    while (probe_backing(region) != 1 /* disk */ && now_ms() - t1 < 60000) {
+    while (probe_backing(region) != 1 /* disk */ && now_ms() - t1 < wait_ms) {
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }

@@ -1,0 +1,372 @@
+// test_filesystems.cpp — the spill directory on the filesystems users have:
+// run by on_filesystem.sh with SPILLWAY_DIR on a fresh XFS, btrfs, overlayfs
+// (a container's writable layer) or ext4, each small (320 MiB) and mounted
+// with online discard. Through each: the reservation, a tiering promotion
+// and demotion, a fork child's private remap, spillway_export, the
+// disk-full fallback, and the closes and punches a discard mount makes slow
+// (on the reaper thread, never in free()).
+//
+// The program is also its own jobs (argv[1]): "full-job" fills the
+// filesystem, "reaper-job" frees regions under strace (see their comments).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include "memcg.h"
+#include "spillway.h"
+#include "support.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace control_test;
+
+namespace {
+
+// Free bytes of the spill directory's filesystem, after syncfs: btrfs and
+// XFS return freed extents at their transaction's commit, not at close.
+// 0 when it cannot be read (the checks then fail).
+uint64_t fs_free() {
+    int fd = open(spill_dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    syncfs(fd);
+    struct statvfs st;
+    bool ok = fstatvfs(fd, &st) == 0;
+    close(fd);
+    return ok ? (uint64_t)st.f_bavail * st.f_frsize : 0;
+}
+
+std::map<std::string, std::string> keys(const std::string &out) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+        if (size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+    return m;
+}
+
+std::string slurp(const std::string &path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+std::string self_exe() {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    REQUIRE(n > 0);
+    return std::string(buf, (size_t)n);
+}
+
+// A scratch file beside the spill directory's filesystem, on the real disk.
+std::string scratch(const std::string &name) {
+    const char *base = getenv("SPILLWAY_FS_SCRATCH");
+    REQUIRE(base);
+    return std::string(base) + "/" + name;
+}
+
+// full-job: policy disk, 64 MiB regions until twelve exist (768 MiB, more
+// than the 320 MiB filesystem holds), then every byte of each written and
+// checked. The ones that found no room fall back to anonymous memory with a
+// warning; none may raise SIGBUS (a page written into a file whose blocks
+// were not all reserved, or a filesystem that needs space of its own for
+// the write, such as btrfs' metadata). Prints how many were disk-backed.
+int full_job() {
+    std::vector<void *> regions;
+    int on_disk = 0;
+    for (int i = 0; i < 12; i++) {
+        void *p = malloc(64 * MiB);
+        if (!p) return 3;
+        on_disk += spillway_backing(p) == SPILLWAY_DISK;
+        regions.push_back(p);
+    }
+    for (size_t i = 0; i < regions.size(); i++) fill(regions[i], 0, 64 * MiB, 100 + i);
+    for (size_t i = 0; i < regions.size(); i++)
+        if (first_mismatch(regions[i], 0, 64 * MiB, 100 + i) != SIZE_MAX) return 4;
+    printf("on_disk=%d\nregions=%zu\n", on_disk, regions.size());
+    for (void *p : regions) free(p);
+    return 0;
+}
+
+// reaper-job: the frees whose closes and punches a discard mount makes slow.
+// A region in a file of its own, one in the pool, and a pool region
+// exported (moved into a file of its own, leaving its pool range behind),
+// each written and freed; prints this thread's id and the reaper thread's,
+// for the strace log to be read against.
+int reaper_job() {
+    const uint64_t free0 = fs_free();
+    void *own = spillway_alloc_disk(48 * MiB, 0);
+    void *pooled = malloc(16 * MiB);
+    void *exported = malloc(16 * MiB);
+    if (!own || !pooled || !exported) return 3;
+    if (spillway_backing(pooled) != SPILLWAY_DISK || spillway_backing(exported) != SPILLWAY_DISK) return 4;
+    fill(own, 0, 48 * MiB, 1);
+    fill(pooled, 0, 16 * MiB, 2);
+    fill(exported, 0, 16 * MiB, 3);
+    char path[4096];
+    if (spillway_export(exported, path, sizeof path) != 0) return 5;
+    unlink(path);
+    free(own);
+    free(pooled);
+    free(exported);
+    // The reaper retires them (the recycle cache keeps two for a second
+    // first): wait until the filesystem has every block back.
+    bool done = eventually([&] { return fs_free() >= free0; });
+    long reaper = -1;
+    if (DIR *d = opendir("/proc/self/task")) {
+        while (struct dirent *e = readdir(d)) {
+            std::string comm = slurp(std::string("/proc/self/task/") + e->d_name + "/comm");
+            if (comm == "spillway-reap\n") reaper = atol(e->d_name);
+        }
+        closedir(d);
+    }
+    printf("retired=%d\nfree_change_kib=%lld\nmain_tid=%ld\nreaper_tid=%ld\n", done,
+           ((long long)fs_free() - (long long)free0) / 1024, (long)syscall(SYS_gettid), reaper);
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("the reservation: a disk region's blocks come off this filesystem before a page is touched") {
+    empty_spill_dir();
+    for (bool own_file : {true, false}) {
+        const size_t n = own_file ? 64 * MiB : 16 * MiB; // a file of its own, or a range of the pool
+        uint64_t free0 = fs_free();
+        void *p = own_file ? spillway_alloc_disk(n, 0) : malloc(n);
+        REQUIRE(p);
+        REQUIRE(spillway_backing(p) == SPILLWAY_DISK);
+        uint64_t free1 = fs_free();
+        INFO((own_file ? "own file" : "pool") << ": " << (free0 - free1) / MiB << " MiB taken for " << n / MiB
+                                              << " MiB");
+        CHECK(free0 >= free1 + n); // fallocate: every block, now, not at the first write
+        CHECK(first_nonzero(p, 0, n) == SIZE_MAX);
+        fill(p, 0, n, 7);
+        CHECK(first_mismatch(p, 0, n, 7) == SIZE_MAX);
+        free(p);
+        // Retired by the reaper: the blocks come back (the pool range is
+        // punched). Exactly: measured on all four, 0 KiB of difference.
+        CHECK(eventually([&] { return fs_free() >= free0; }));
+    }
+}
+
+TEST_CASE("a tiering move: a random-access disk region is promoted into memory, a memory region demoted to disk") {
+    empty_spill_dir();
+    const char *job = getenv("SPILLWAY_TIERING_JOB");
+    REQUIRE(job);
+    SpawnOptions plain;
+    plain.program = job;
+    int status = -1;
+    // Without a limit every random disk region fits in memory (tiering.h).
+    std::string out = run_helper({"want-promotion", "64", "4"}, &status, plain);
+    INFO("want-promotion, exit " << status << ":\n" << out);
+    auto k = keys(out);
+    CHECK(status == 0);
+    CHECK(k["placed"] == "1");
+    CHECK(k["promoted"] == "1");
+    CHECK(k["intact"] == "1");
+
+    // Demotion: a margin larger than any limit makes the controller move
+    // memory regions to disk at its first look (tiering.h: near_limit); the
+    // growth job with nothing to grow waits for the move and checks every page.
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    REQUIRE(cg);
+    REQUIRE(cg->set_limit(2 * GiB));
+    std::string cfg = scratch("demote-now.toml");
+    std::ofstream(cfg) << "[tiering]\ndemote_margin = \"64GiB\"\n";
+    SpawnOptions o = plain;
+    o.set_env = {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_LOG=info"};
+    std::string procs = cg->procs_file();
+    o.before_exec = [procs] {
+        if (!join_cgroup(procs.c_str())) _exit(3);
+    };
+    out = run_helper({"growth", "64", "0", "100"}, &status, o);
+    INFO("growth, exit " << status << ":\n" << out);
+    k = keys(out);
+    CHECK(status == 0);
+    CHECK(k["placed"] == "2");       // memory
+    CHECK(k["after_growth"] == "1"); // disk, moved in place
+    CHECK(k["intact"] == "1");
+    unlink(cfg.c_str());
+}
+
+TEST_CASE("a fork child maps its inherited disk regions privately: its writes never reach the parent's files") {
+    empty_spill_dir();
+    const size_t n = 64 * MiB, m = 16 * MiB;
+    void *own = spillway_alloc_disk(n, 0);
+    void *pooled = malloc(m);
+    REQUIRE(own);
+    REQUIRE(pooled);
+    REQUIRE(spillway_backing(pooled) == SPILLWAY_DISK);
+    fill(own, 0, n, 11);
+    fill(pooled, 0, m, 12);
+    int st = in_fork_child([&] {
+        // The inherited mappings are private copies now (rw-p), of the same files.
+        std::string a = maps_line_of(own), b = maps_line_of(pooled);
+        if (a.find(" rw-p ") == std::string::npos || b.find(" rw-p ") == std::string::npos) return 10;
+        if (a.find(spill_dir()) == std::string::npos) return 11;
+        if (first_mismatch(own, 0, n, 11) != SIZE_MAX || first_mismatch(pooled, 0, m, 12) != SIZE_MAX) return 12;
+        fill(own, 0, n, 21);
+        fill(pooled, 0, m, 22);
+        if (first_mismatch(own, 0, n, 21) != SIZE_MAX || first_mismatch(pooled, 0, m, 22) != SIZE_MAX) return 13;
+        free(own);
+        free(pooled);
+        return 0;
+    });
+    CHECK(st == 0);
+    CHECK(first_mismatch(own, 0, n, 11) == SIZE_MAX);
+    CHECK(first_mismatch(pooled, 0, m, 12) == SIZE_MAX);
+    // The files themselves: dropping the parent's page cache and reading
+    // from the filesystem gives the parent's bytes too.
+    CHECK(spillway_release_page_cache(own) == 0);
+    CHECK(first_mismatch(own, 0, n, 11) == SIZE_MAX);
+    free(own);
+    free(pooled);
+}
+
+TEST_CASE("spillway_export names the region's file on this filesystem; another process maps the same bytes") {
+    empty_spill_dir();
+    const size_t n = 32 * MiB;
+    for (bool pooled : {false, true}) {
+        void *p = pooled ? malloc(n) : spillway_alloc_disk(n, 0);
+        REQUIRE(p);
+        fill(p, 0, n, 31);
+        char path[4096];
+        REQUIRE(spillway_export(p, path, sizeof path) == 0);
+        INFO(path);
+        CHECK(std::string(path).rfind(spill_dir() + "/", 0) == 0);
+        struct stat st;
+        REQUIRE(stat(path, &st) == 0);
+        CHECK((st.st_mode & 0777) == 0600);
+        CHECK((size_t)st.st_size == n);
+        std::string named = path;
+        int child = in_fork_child([&] {
+            // A mapping of the named file, as another process makes it.
+            void *q = spillway_map(named.c_str(), n);
+            if (!q) return 20;
+            if (first_mismatch(q, 0, n, 31) != SIZE_MAX) return 21;
+            fill(q, 0, 8 * MiB, 32); // shared: the exporter sees it
+            free(q);
+            return 0;
+        });
+        CHECK(child == 0);
+        CHECK(first_mismatch(p, 0, 8 * MiB, 32) == SIZE_MAX);
+        CHECK(first_mismatch(p, 8 * MiB, n - 8 * MiB, 31) == SIZE_MAX);
+        CHECK(unlink(path) == 0);
+        free(p);
+    }
+}
+
+TEST_CASE("a filesystem that fills: the allocations that find no room fall back loudly, none raises SIGBUS") {
+    empty_spill_dir();
+    std::string err = scratch("full-job.err");
+    SpawnOptions o;
+    o.program = self_exe();
+    o.set_env = {"SPILLWAY_POLICY=disk", "SPILLWAY_LOG=warn"};
+    o.before_exec = [err] {
+        int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || dup2(fd, 2) < 0) _exit(3);
+    };
+    int status = -1;
+    std::string out = run_helper({"full-job"}, &status, o);
+    std::string log = slurp(err);
+    INFO("full-job, exit " << status << " (135: SIGBUS):\n" << out << log);
+    auto k = keys(out);
+    CHECK(status == 0);
+    CHECK(k["regions"] == "12");
+    CHECK(std::stoi(k["on_disk"].empty() ? "0" : k["on_disk"]) >= 1); // the filesystem took some
+    CHECK(std::stoi(k["on_disk"].empty() ? "99" : k["on_disk"]) < 12); // and could not take them all
+    CHECK(log.find("could not reserve") != std::string::npos);
+    CHECK(log.find("no_space") != std::string::npos);
+    CHECK(list_dir(spill_dir()).empty());
+    unlink(err.c_str());
+}
+
+TEST_CASE("closes and punches, which a discard mount makes slow, are the reaper's: free() never waits for one") {
+    empty_spill_dir();
+    std::string log = scratch("reaper-job.strace");
+    SpawnOptions o;
+    o.program = "/usr/bin/strace";
+    int status = -1;
+    // -y names each descriptor's file: the spill files are the ones in the spill directory.
+    std::string out = run_helper({"-f", "-qq", "-y", "-e", "trace=openat,close,fallocate", "-o", log, self_exe(),
+                                  "reaper-job"},
+                                 &status, o);
+    INFO("reaper-job under strace, exit " << status << ":\n" << out);
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    REQUIRE(k["retired"] == "1");
+    long main_tid = std::stol(k["main_tid"]), reaper_tid = std::stol(k["reaper_tid"]);
+    REQUIRE(reaper_tid > 0);
+    // "TID  syscall(FD</spill/dir/...>, ...) = 0": closes of spill files and
+    // FALLOC_FL_PUNCH_HOLE on them, by thread.
+    std::ifstream in(log);
+    std::string line, dir = spill_dir() + "/";
+    // A move reopens a spill file through /proc/self/fd (an O_DIRECT view);
+    // closing such a view is never the file's last close (the region's own
+    // descriptor stays open), so it is not the slow close counted here. The
+    // views are the descriptors openat returned for a /proc/self/fd path.
+    std::map<long, int> closes, punches;
+    std::set<long> views;
+    std::map<long, bool> view_pending; // tid: an openat of /proc/self/fd unfinished
+    while (std::getline(in, line)) {
+        long tid = atol(line.c_str());
+        size_t call = line.find_first_not_of(' ', line.find(' '));
+        if (call == std::string::npos) continue;
+        bool opening = line.compare(call, 7, "openat(") == 0, resumed = line.find("<... openat resumed>") != std::string::npos;
+        if (opening || resumed) {
+            bool view = opening ? line.find("\"/proc/self/fd/") != std::string::npos : view_pending[tid];
+            size_t eq = line.rfind(") = ");
+            if (opening && line.find("<unfinished") != std::string::npos) {
+                view_pending[tid] = view;
+                continue;
+            }
+            view_pending[tid] = false;
+            if (eq != std::string::npos) {
+                long fd = atol(line.c_str() + eq + 4);
+                if (view && line.find("<" + dir, eq) != std::string::npos) views.insert(fd);
+                else views.erase(fd);
+            }
+            continue;
+        }
+        if (line.find("<" + dir, call) == std::string::npos) continue;
+        if (line.compare(call, 6, "close(") == 0) {
+            long fd = atol(line.c_str() + call + 6);
+            if (views.erase(fd)) continue;
+            closes[tid]++;
+        }
+        if (line.compare(call, 10, "fallocate(") == 0 && line.find("PUNCH_HOLE") != std::string::npos)
+            punches[tid]++;
+    }
+    INFO(slurp(log));
+    CHECK(closes[reaper_tid] >= 2);  // the file of its own, and the exported one
+    CHECK(punches[reaper_tid] >= 2); // the pooled region, and the range the exported one left
+    CHECK(closes[main_tid] == 0);
+    CHECK(punches[main_tid] == 0);
+    unlink(log.c_str());
+}
+
+int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "full-job") == 0) return full_job();
+    if (argc == 2 && strcmp(argv[1], "reaper-job") == 0) return reaper_job();
+    std::string why;
+    if (!MemoryCgroup::create(&why)) {
+        fprintf(stderr, "SKIP: %s\n", why.c_str());
+        return 77;
+    }
+    return Catch::Session().run(argc, argv);
+}

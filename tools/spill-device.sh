@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# spill-device.sh — runs a command with the test suites' spill and scratch
+# directories (SPILLWAY_TEST_TMP, tests/meson.build) on a fresh ext4 on a
+# loop device whose read_ahead_kb you choose. Read-ahead decides what a
+# fault on a spilled page reads (DESIGN.md): the suites must pass at the 128
+# KiB of a fresh VM's disk as at the 8 MiB of another. The loop device reads
+# its image with direct I/O, so the image file's own page cache and
+# read-ahead play no part.
+#
+# Usage: tools/spill-device.sh [--size GIB] READ_AHEAD_KB COMMAND [ARG...]
+#   tools/spill-device.sh 128 bash tools/test-all.sh
+#   tools/spill-device.sh 8192 meson test -C build --suite control
+# A build configured earlier keeps the spill root it was configured with:
+# give a fresh build directory (test-all.sh on a clean clone configures one).
+# Needs root. The image (sparse, default 16 GiB) is made under /var/tmp;
+# mount, loop device and image are removed when the command ends, also when
+# it fails or is interrupted. Exit status: the command's.
+set -euo pipefail
+size_gib=16
+if [ "${1:-}" = --size ]; then size_gib=$2; shift 2; fi
+ra_kb=${1:?usage: tools/spill-device.sh [--size GIB] READ_AHEAD_KB COMMAND [ARG...]}
+shift
+[ $# -gt 0 ] || { echo "spill-device.sh: no command given; e.g. tools/spill-device.sh 128 bash tools/test-all.sh" >&2; exit 2; }
+case $ra_kb in ''|*[!0-9]*) echo "spill-device.sh: READ_AHEAD_KB must be a number of KiB, e.g. 128 or 8192" >&2; exit 2 ;; esac
+[ "$(id -u)" = 0 ] || { echo "spill-device.sh: needs root (loop device, mount)" >&2; exit 2; }
+
+work=$(mktemp -d /var/tmp/spillway-spill-device.XXXXXX)
+loop=
+cleanup() {
+    if mountpoint -q "$work/mnt"; then umount "$work/mnt" || umount -l "$work/mnt"; fi
+    if [ -n "$loop" ]; then losetup -d "$loop" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+truncate -s "${size_gib}G" "$work/spill.img"
+loop=$(losetup --find --show --direct-io=on "$work/spill.img")
+mkfs.ext4 -q -F -m 0 -E nodiscard,lazy_itable_init=1 "$loop"
+mkdir "$work/mnt"
+mount "$loop" "$work/mnt"
+chmod 1777 "$work/mnt"
+echo "$ra_kb" >"/sys/block/$(basename "$loop")/queue/read_ahead_kb"
+echo "spill-device.sh: SPILLWAY_TEST_TMP=$work/mnt: ext4 on $loop (direct I/O to $work/spill.img," \
+     "${size_gib} GiB), read_ahead_kb $(cat "/sys/block/$(basename "$loop")/queue/read_ahead_kb")" >&2
+status=0
+SPILLWAY_TEST_TMP=$work/mnt "$@" || status=$?
+echo "spill-device.sh: '$*' exited with $status (read_ahead_kb $ra_kb)" >&2
+exit "$status"

@@ -254,9 +254,10 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             r.string(*t, "file", "stats.file", s.stats_file);
         }
         if (auto *t = r.table(root, "profile")) {
-            r.reject_unknown(*t, "profile.", {"file", "learn"});
+            r.reject_unknown(*t, "profile.", {"file", "learn", "probe"});
             r.string(*t, "file", "profile.file", s.profile_file);
             r.boolean(*t, "learn", "profile.learn", s.learn);
+            r.boolean(*t, "probe", "profile.probe", s.learn_probe);
         }
         if (auto *t = r.table(root, "callsites")) {
             r.reject_unknown(*t, "callsites.", {"enabled", "depth", "python_depth"});
@@ -437,7 +438,7 @@ std::string describe_settings(const Settings &s) {
     o << "[log]\nlevel = " << quoted(level_name(s.log_level)) << "\nfile = " << quoted(s.log_file) << "\n\n";
     o << "[stats]\nfile = " << quoted(s.stats_file) << "\n\n";
     o << "[profile]\nfile = " << quoted(s.profile_file) << "\nlearn = " << (s.learn ? "true" : "false")
-      << "\n\n";
+      << "\nprobe = " << (s.learn_probe ? "true" : "false") << "\n\n";
     o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth
       << "\npython_depth = " << s.python_depth << "\n\n";
     o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "

@@ -72,6 +72,8 @@ struct Settings {
     unsigned callsite_depth = 12;
     unsigned python_depth = 4; // innermost Python frames per site; 0: native only
     bool learn = true;
+    // Learning also probes regions whose every page is mapped (page_probes.h).
+    bool learn_probe = true;
     bool shm_redirect = true;
     uint64_t shm_min = 64ull << 20;
     TierSettings tiering;

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <thread>
+#include <sstream>
 #include <unistd.h>
 
 extern char **environ;
@@ -352,6 +353,24 @@ bool refuse_userfaultfd(bool allow_user_only) {
     };
     sock_fprog fp = {(unsigned short)(sizeof prog / sizeof prog[0]), prog};
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) == 0;
+}
+
+std::map<std::string, std::string> keys(const std::string &out) {
+    std::map<std::string, std::string> m;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+        if (size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
+    return m;
+}
+
+std::string job_path() {
+    const char *p = getenv("SPILLWAY_TIERING_JOB");
+    if (!p) {
+        fprintf(stderr, "control test: SPILLWAY_TIERING_JOB is not set; run it with meson test (tests/control/meson.build sets it)\n");
+        exit(2);
+    }
+    return p;
 }
 
 } // namespace control_test

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,13 @@ Helper spawn_helper(const std::vector<std::string> &args, const SpawnOptions &op
 // Runs the helper to completion; returns its whole stdout, sets *status.
 std::string run_helper(const std::vector<std::string> &args, int *status,
                        const SpawnOptions &opts = {});
+
+// The "key=value" lines of a helper's or a job's output, by key (the last
+// value of a key repeated).
+std::map<std::string, std::string> keys(const std::string &out);
+// The tiering job program (tests/control/tiering_job.cpp), from
+// SPILLWAY_TIERING_JOB as meson sets it; the test stops without it.
+std::string job_path();
 
 // A small ext4 filesystem on a loop device for one test (root only),
 // unmounted and its image removed when it goes away. Its "spill"

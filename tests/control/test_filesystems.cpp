@@ -49,15 +49,6 @@ uint64_t fs_free() {
     return ok ? (uint64_t)st.f_bavail * st.f_frsize : 0;
 }
 
-std::map<std::string, std::string> keys(const std::string &out) {
-    std::map<std::string, std::string> m;
-    std::istringstream in(out);
-    std::string line;
-    while (std::getline(in, line))
-        if (size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
-    return m;
-}
-
 std::string slurp(const std::string &path) {
     std::ifstream f(path);
     std::stringstream s;

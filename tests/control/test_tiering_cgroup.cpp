@@ -24,21 +24,6 @@ using namespace control_test;
 
 namespace {
 
-std::map<std::string, std::string> keys(const std::string &out) {
-    std::map<std::string, std::string> m;
-    std::istringstream in(out);
-    std::string line;
-    while (std::getline(in, line))
-        if (size_t eq = line.find('='); eq != std::string::npos) m[line.substr(0, eq)] = line.substr(eq + 1);
-    return m;
-}
-
-std::string job_path() {
-    const char *p = getenv("SPILLWAY_TIERING_JOB");
-    REQUIRE(p);
-    return p;
-}
-
 // A config file for the job (the tiering keys have no environment variable).
 std::string write_config(const std::string &name, const std::string &text) {
     std::string path = spill_dir() + "/../" + name + ".toml";

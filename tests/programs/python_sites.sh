@@ -41,7 +41,9 @@ echo "learning: ok (second run: $out)"
 
 # What `spillway sites` prints for the random site, pasted into a rule.
 sites=$("$cli" sites --frames 1 "$dir/profile.toml")
-echo "$sites" | grep -q "random .*python python_sites.py:make_scatter_buffer:" \
+# A here-string, not echo | grep -q: grep -q exits at its first match and
+# the echo writing the next line dies of SIGPIPE, which pipefail reports.
+grep -q "random .*python python_sites.py:make_scatter_buffer:" <<<"$sites" \
     || fail "spillway sites does not show the Python frame: $sites"
 frame=$(echo "$sites" | grep -o "python python_sites.py:make_scatter_buffer:[0-9]*" | head -1)
 [ "${frame#python }" = "python_sites.py:make_scatter_buffer:$line" ] || fail "unexpected frame text: $frame"

@@ -148,3 +148,27 @@ TEST_CASE("a stream over pages left present by an earlier phase is one island") 
     CHECK(e.longest_end == 500);
     CHECK(classify_tick(e) == Verdict::sequential);
 }
+
+TEST_CASE("a fresh region's first look: many short islands are random, one run or a full region says nothing") {
+    auto bits = bitmap(32768);
+    std::vector<PageRun> runs; // python_sites: 20000 random writes into 128 MiB, seen all at once
+    for (uint64_t i = 0; i < 3000; i++) runs.push_back({i * 10 + i % 3, 1 + i % 4});
+    TickEvidence scatter = compare_presence(bits.data(), 32768, runs.data(), runs.size(), false);
+    CHECK(classify_first_look(scatter) == Verdict::random);
+    auto fill = bitmap(32768);
+    PageRun prefix[] = {{0, 12000}}; // a pass in order, part way
+    CHECK(classify_first_look(compare_presence(fill.data(), 32768, prefix, 1, false)) == Verdict::undecided);
+    auto whole = bitmap(32768);
+    PageRun all[] = {{0, 32768}}; // in order or a scatter that covered it: the same
+    CHECK(classify_first_look(compare_presence(whole.data(), 32768, all, 1, false)) == Verdict::undecided);
+    auto threads = bitmap(32768);
+    std::vector<PageRun> fronts; // eight threads filling their slices
+    for (uint64_t i = 0; i < 8; i++) fronts.push_back({i * 4096, 1500});
+    CHECK(classify_first_look(compare_presence(threads.data(), 32768, fronts.data(), 8, false)) ==
+          Verdict::undecided);
+    auto few = bitmap(32768);
+    std::vector<PageRun> stray; // a few stray pages: too little to say
+    for (uint64_t i = 0; i < 40; i++) stray.push_back({i * 700, 1});
+    CHECK(classify_first_look(compare_presence(few.data(), 32768, stray.data(), stray.size(), false)) ==
+          Verdict::undecided);
+}

@@ -62,3 +62,36 @@ TEST_CASE("a background thread is detached, named, with every signal blocked") {
     CHECK(sigismember(&after, SIGUSR2) == 0);
     pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
 }
+
+namespace {
+std::atomic<bool> g_spin_done{false};
+std::atomic<uint64_t> g_spun_ns{0};
+void *spin_main(void *) {
+    timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    while ((uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)(b.tv_nsec - a.tv_nsec) < 200'000'000ull);
+    g_spun_ns.store((uint64_t)(b.tv_sec - a.tv_sec) * 1000000000ull + (uint64_t)(b.tv_nsec - a.tv_nsec));
+    g_spin_done.store(true);
+    return nullptr;
+}
+} // namespace
+
+TEST_CASE("program_cpu_ns leaves out what a background thread spends, and never goes backwards") {
+    uint64_t before = program_cpu_ns();
+    REQUIRE(start_background_thread(spin_main, "spw-test-spin", 64 * 1024));
+    uint64_t last = before;
+    while (!g_spin_done.load()) { // this thread sleeps: the program spends next to nothing
+        usleep(5000);
+        uint64_t now = program_cpu_ns();
+        CHECK(now >= last);
+        last = now;
+    }
+    usleep(20000); // the thread has ended: its clock is gone, the process keeps its time
+    uint64_t after = program_cpu_ns();
+    CHECK(after >= last);
+    CHECK(g_spun_ns.load() >= 200'000'000ull);
+    // 200 ms spun by the background thread; this thread's 40-odd wake-ups
+    // cost well under 20 ms (the bound is a tenth of the spin, not a timing).
+    CHECK(after - before < 20'000'000ull);
+}

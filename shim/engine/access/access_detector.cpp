@@ -25,6 +25,7 @@ struct PmScanArg {
 };
 constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
 constexpr uint64_t kPageIsPresent = 1u << 3;
+constexpr uint64_t kPageIsHuge = 1u << 6;
 bool g_scan_unsupported = false;
 
 long presence_by_scan(int fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
@@ -164,6 +165,12 @@ Verdict classify_tick(const TickEvidence &e) {
     return Verdict::undecided;
 }
 
+Verdict classify_first_look(const TickEvidence &e) {
+    if (e.new_islands < kFirstLookMinIslands) return Verdict::undecided;
+    if (e.new_pages > e.new_islands * kIslandMaxPages) return Verdict::undecided;
+    return e.longest_new * 4 < e.new_pages ? Verdict::random : Verdict::undecided;
+}
+
 bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages) {
     if (!e.new_islands) return false;
     uint64_t need = std::max<uint64_t>(kClusterMinPages, readahead_pages / 16);
@@ -196,6 +203,30 @@ long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *run
         *overflow = false;
     }
     return presence_by_read(pagemap_fd, start, pages, runs, cap, overflow);
+}
+
+int page_mapping(int pagemap_fd, uintptr_t addr) {
+    if (pagemap_fd < 0) return -1;
+    addr &= ~uintptr_t(4095);
+    if (!g_scan_unsupported) {
+        PmPageRegion vec[1];
+        PmScanArg arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = addr;
+        arg.end = addr + 4096;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = 1;
+        arg.category_mask = kPageIsPresent;
+        arg.return_mask = kPageIsPresent | kPageIsHuge;
+        long got = ioctl(pagemap_fd, kPagemapScan, &arg);
+        if (got >= 0) return got == 0 ? 0 : kPageMapped | ((vec[0].categories & kPageIsHuge) ? kPageHuge : 0);
+        if (errno != ENOTTY && errno != EINVAL) return -1;
+        g_scan_unsupported = true;
+    }
+    uint64_t entry = 0;
+    if (pread(pagemap_fd, &entry, 8, (off_t)(addr / 4096 * 8)) != 8) return -1;
+    return (entry >> 63) & 1 ? kPageMapped : 0;
 }
 
 } // namespace spillway

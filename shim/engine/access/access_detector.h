@@ -13,7 +13,8 @@
 // as anything maps more than one page per fault.
 //
 // Invariants: nothing here allocates, locks or makes a system call except
-// read_presence (one ioctl or pread loop on /proc/self/pagemap).
+// read_presence (one ioctl or pread loop on /proc/self/pagemap) and
+// page_mapping (one ioctl or pread).
 #pragma once
 
 #include <cstddef>
@@ -76,6 +77,16 @@ Verdict classify_tick(const TickEvidence &e);
 constexpr uint64_t kClusterMinPages = 64;
 bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages);
 
+// The verdict of a fresh region's first look, where every page present
+// was touched since its birth but not when: random when the present pages
+// lie in at least kFirstLookMinIslands short islands (a pass in order, or
+// a few threads' passes, leave one run each, however far they got; a
+// whole region present says nothing, since a scatter covering it leaves
+// the same); undecided otherwise. Catches a scatter that ended before the
+// sampler's first tick (python_sites: 20000 writes in 128 MiB take 5 ms).
+constexpr uint64_t kFirstLookMinIslands = 64;
+Verdict classify_first_look(const TickEvidence &e);
+
 // Whether this tick's longest new run starts where the last tick's ended
 // (within fault-around, 16 pages) and dominates what appeared: a stream too
 // slow to leave kStreamMinPages in one tick (4 KiB faults at a loaded
@@ -93,5 +104,12 @@ uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t mi
 // pagemap_fd is an open /proc/self/pagemap; -1 on error.
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow);
+
+// How this process maps the page at addr: kPageMapped if at all, plus
+// kPageHuge if by a huge page-table entry (unmapping 4 KiB of a file's
+// huge mapping unmaps all 2 MiB of it: the probes avoid such pages; only
+// PAGEMAP_SCAN says, so without it no page is reported huge); -1 on error.
+constexpr int kPageMapped = 1, kPageHuge = 2;
+int page_mapping(int pagemap_fd, uintptr_t addr);
 
 } // namespace spillway

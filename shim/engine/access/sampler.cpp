@@ -4,6 +4,7 @@
 #include "clock.h"
 
 #include "access/access_detector.h"
+#include "access/page_probes.h"
 #include "registry/arena.h"
 #include "os/background_thread.h"
 #include "backing/backing.h"
@@ -57,7 +58,14 @@ constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 // ones are contiguous slices read in random order (update_clustered).
 constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 
-bool g_learn = false; // sampler_init: [callsites] learn
+// A first look later than this after birth is no evidence (classify_first_look):
+// under a memory limit, reclaim may have shredded what a pass left.
+constexpr uint64_t kFirstLookMaxAgeNs = 1'000'000'000;
+bool g_learn = false; // sampler_init: [profile] learn
+bool g_probe = false; // sampler_init: [profile] learn and probe
+// Regions probed at once, at most: each costs the thread a few hundred
+// microseconds per cycle, and they share the program's probe faults.
+constexpr uint32_t kMaxProbing = 32;
 std::atomic<bool> g_started{false};
 std::atomic<bool> g_stop{false};
 // sampler_hold: the thread skips its ticks while g_hold is set; g_in_tick
@@ -99,12 +107,21 @@ struct Track {
     uint64_t filled_to = 0;  // end of the furthest page ever seen present
     int advice_published = -1;
     uint32_t rate_published = UINT32_MAX;
+    bool shared_file = false; // mapped shared over a file of this process (probes may unmap its pages)
+    bool reused = false;      // from the recycle cache: its first look is no evidence (region.h)
+    uint64_t present_pages = 0; // at the last look over the whole region
+    ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
 };
 
 Track *g_tracks = nullptr, *g_next_tracks = nullptr;
 size_t g_track_count = 0;
 PageRun *g_runs = nullptr, *g_all_runs = nullptr;
-uint64_t g_last_faults = 0;
+uint64_t g_last_faults = 0, g_last_probe_faults = 0;
+// A region was too young to track at the last refresh: the next tick
+// refreshes whether or not faults moved. Its faults may all have been
+// counted already (a scatter done in 5 ms, then quiet), and its first look
+// is all there is to see (classify_first_look).
+bool g_young_waiting = false;
 uint64_t g_chunk_pages = 0; // largest WILLNEED request the kernel honours whole
 
 // What a tick decided for one track, applied to its live region by
@@ -141,6 +158,11 @@ void unhand(Track &t) {
 void drop_track(Track &t) {
     if (t.bits) mi_free(t.bits);
     t.bits = nullptr;
+    // Its region is gone or changed (freed, moved into memory): pages left
+    // unmapped there cost a minor fault when next touched, and no look
+    // reads them any more.
+    probes_free(t.probes);
+    t.probes = nullptr;
     unhand(t);
 }
 
@@ -156,6 +178,7 @@ bool refresh_tracks(uint64_t now) {
         if (!g_tracks || !g_next_tracks || !g_runs || !g_publications) return false;
     }
     size_t n = 0;
+    g_young_waiting = false;
     {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r && n < kMaxTracks; r = r->next) {
@@ -163,7 +186,10 @@ bool refresh_tracks(uint64_t now) {
             // as much as the parent's (the fork sequence, fork_safety.h,
             // starts this thread in such a child).
             if (r->backing != Backing::disk || r->freed.load()) continue;
-            if (now - r->born_ns < kMinAgeNs) continue;
+            if (now - r->born_ns < kMinAgeNs) {
+                g_young_waiting = true;
+                continue;
+            }
             Track &t = g_next_tracks[n++];
             t = Track();
             t.start = r->start;
@@ -174,6 +200,8 @@ bool refresh_tracks(uint64_t now) {
             t.file_off = r->file_off;
             t.advice_pinned = r->advice_pinned;
             t.cache_managed = r->cache_managed.load(std::memory_order_acquire);
+            t.shared_file = r->file && !r->file->foreign && !r->is_private;
+            t.reused = r->reused;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -187,12 +215,14 @@ bool refresh_tracks(uint64_t now) {
             g_tracks[j].pages == t.pages) {
             CallSite *site = t.site;
             uint64_t file_off = t.file_off;
-            bool cache_managed = t.cache_managed;
+            bool cache_managed = t.cache_managed, shared_file = t.shared_file;
             t = g_tracks[j];
             t.site = site;
             t.file_off = file_off;
             t.cache_managed = cache_managed;
+            t.shared_file = shared_file;
             g_tracks[j].bits = nullptr;
+            g_tracks[j].probes = nullptr; // moved with it
             g_tracks[j].handed = false; // moved with it
             g_tracks[j].worker_fd = -1;
             j++;
@@ -265,28 +295,56 @@ void publish_all() {
     g_publication_count = 0;
 }
 
-void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
-    if (!site || !g_learn) return;
-    if (site->rule && site->rule->access != Access::unknown) return; // the user said
-    if (site->from_profile) return;
+// Whether what the detector sees may teach this site (the user's rule and
+// an earlier run's profile are never overridden).
+bool teachable(const CallSite *site) {
+    if (!site || !g_learn) return false;
+    if (site->rule && site->rule->access != Access::unknown) return false; // the user said
+    return !site->from_profile;
+}
+
+// Teaches the site v, with the evidence evidence_fmt(buffer) writes: random
+// overrides sequential, nothing overrides random.
+template <typename Evidence>
+void teach_site(CallSite *site, Verdict v, uint64_t age_ns, Evidence evidence) {
+    if (!teachable(site)) return;
     int expected = (int)Access::unknown;
     if (v == Verdict::random) {
         if (!site->access.compare_exchange_strong(expected, (int)Access::random)) {
             if (expected != (int)Access::sequential) return;
             site->access.store((int)Access::random); // random overrides sequential
         }
-        snprintf(site->evidence, sizeof site->evidence,
-                 "%llu new islands of %llu pages in one tick, %.2f s after allocation",
-                 (unsigned long long)e.new_islands, (unsigned long long)e.new_pages, age_ns / 1e9);
+        evidence(site->evidence, sizeof site->evidence);
         site->classified_after_ns.store(age_ns);
         SPW_LOG(info, "site %s classified random-access (%s); later allocations from it prefer memory",
                 callsite_identity_hex(site).c_str(), site->evidence);
     } else if (v == Verdict::sequential &&
                site->access.compare_exchange_strong(expected, (int)Access::sequential)) {
-        snprintf(site->evidence, sizeof site->evidence,
-                 "one run of %llu new pages in one tick: accessed in order",
-                 (unsigned long long)e.longest_new);
+        evidence(site->evidence, sizeof site->evidence);
     }
+}
+
+void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
+    teach_site(site, v, age_ns, [&](char *out, size_t cap) {
+        if (v == Verdict::random)
+            snprintf(out, cap, "%llu new islands of %llu pages in one tick, %.2f s after allocation",
+                     (unsigned long long)e.new_islands, (unsigned long long)e.new_pages, age_ns / 1e9);
+        else
+            snprintf(out, cap, "one run of %llu new pages in one tick: accessed in order",
+                     (unsigned long long)e.longest_new);
+    });
+}
+
+// What the probes agreed on (page_probes.h: two cycles, or one strong one), with the last
+// one's counts as evidence.
+void learn_site_from_probes(CallSite *site, const ProbeResult &p, uint64_t age_ns) {
+    teach_site(site, p.agreed, age_ns, [&](char *out, size_t cap) {
+        snprintf(out, cap,
+                 "of %u mapped pages probed, %u touched in %.0f ms and %u in the next %.0f ms, %u in both "
+                 "(%.1f at random), %.2f s after allocation",
+                 p.counts.probes, p.counts.first, p.first_ns / 1e6, p.counts.second, p.second_ns / 1e6,
+                 p.counts.both, p.reading.expected, age_ns / 1e9);
+    });
 }
 
 // The largest MADV_WILLNEED the kernel honours whole (it caps one request
@@ -411,6 +469,21 @@ LookSpan stream_window(const Track &t) {
     return {lo, std::min(t.pages, ahead)};
 }
 
+// The present runs of span with t's probes added as present (probe_rules.h:
+// the probes' own unmapping is never news here), in g_masked_runs; runs
+// itself when t has none; null when they do not fit.
+PageRun *g_masked_runs = nullptr;
+const PageRun *with_probes(const Track &t, LookSpan span, const PageRun *runs, long *n) {
+    if (!t.probes || !t.probes->n_masked) return runs;
+    if (!g_masked_runs) g_masked_runs = (PageRun *)mi_malloc((kMaxRuns + kMaxProbes) * sizeof(PageRun));
+    if (!g_masked_runs) return nullptr;
+    long m = runs_with_probes(runs, (size_t)*n, t.probes->masked, t.probes->n_masked, span.lo, span.hi,
+                              g_masked_runs, kMaxRuns + kMaxProbes);
+    if (m < 0) return nullptr;
+    *n = m;
+    return g_masked_runs;
+}
+
 // runs: the present runs of span (relative to span.lo), or null to read
 // them now. widen: the process took faults since the last tick, so a window
 // without news means they fell elsewhere: look at the whole region at once
@@ -423,6 +496,8 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         runs = g_runs;
     }
     if (n < 0) return;
+    runs = with_probes(t, span, runs, &n);
+    if (!runs) return;
     if (!t.bits) {
         t.bits = (uint64_t *)mi_zalloc(((t.pages + 63) / 64) * 8);
         if (!t.bits) return;
@@ -432,9 +507,10 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     TickEvidence e = compare_presence(t.bits + span.lo / 64, span.hi - span.lo, runs, (size_t)n, overflow);
     if (widen && e.new_pages == 0 && (span.lo != 0 || span.hi != t.pages)) {
         long all = read_presence(g_pagemap, t.start, t.pages, g_runs, kMaxRuns, &overflow);
-        if (all >= 0) { // the window's bits are current: only news outside it counts
+        const PageRun *masked = all >= 0 ? with_probes(t, whole(t), g_runs, &all) : nullptr;
+        if (masked) { // the window's bits are current: only news outside it counts
             span = whole(t);
-            runs = g_runs;
+            runs = masked;
             n = all;
             e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
         }
@@ -446,8 +522,24 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     uint64_t filled_before = t.filled_to;
     if (n > 0) t.filled_to = std::max(t.filled_to, span.lo + runs[n - 1].first + runs[n - 1].count);
     t.last_look_ns = now;
-    if (span.lo == 0 && span.hi == t.pages) t.last_full_look_ns = now;
-    if (first) return; // what was present before we looked is not this tick's news
+    if (span.lo == 0 && span.hi == t.pages) {
+        t.last_full_look_ns = now;
+        t.present_pages = 0;
+        for (long i = 0; i < n; i++) t.present_pages += runs[i].count;
+    }
+    if (first) {
+        // What was present before we looked is not this tick's news; but in
+        // a fresh region it is all the site's doing since birth, and a
+        // scatter that ended before this look leaves nothing else to see.
+        if (!t.reused && span.lo == 0 && span.hi == t.pages && now - t.born <= kFirstLookMaxAgeNs &&
+            classify_first_look(e) == Verdict::random)
+            teach_site(t.site, Verdict::random, now - t.born, [&](char *out, size_t cap) {
+                snprintf(out, cap, "%llu islands of %llu pages at the first look, %.2f s after allocation",
+                         (unsigned long long)e.new_islands, (unsigned long long)e.new_pages,
+                         (now - t.born) / 1e9);
+            });
+        return;
+    }
     Verdict v = classify_tick(e);
     SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
             (void *)t.start, (unsigned long long)e.new_pages, (unsigned long long)e.new_islands,
@@ -519,11 +611,17 @@ bool feeds_itself(const Track &t) { return t.streaming && t.fed; }
 uint64_t tick(uint64_t now) {
     if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (g_pagemap < 0) return kPeriodNs;
-    uint64_t faults = process_faults();
-    bool faults_moved = faults != g_last_faults;
+    // Faults on probes (page_probes.h) are the probes' news, not presence's:
+    // a program that only touches probes costs no look here.
+    uint64_t faults = process_faults(), probe_faults = probes_touches();
+    bool faults_moved = faults - g_last_faults > probe_faults - g_last_probe_faults;
     bool any_stream = false;
     for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
-    if (faults == g_last_faults && !any_stream) return kPeriodNs; // nothing moved
+    g_last_probe_faults = probe_faults;
+    if (!faults_moved && !any_stream && !g_young_waiting) {
+        g_last_faults = faults;
+        return kPeriodNs; // nothing moved
+    }
     g_last_faults = faults;
     if (!refresh_tracks(now)) return kPeriodNs;
     any_stream = false;
@@ -582,31 +680,112 @@ uint64_t tick(uint64_t now) {
     return any_fed ? kFeedPeriodNs : any_stream ? kStreamPeriodNs : kPeriodNs;
 }
 
+// Whether learning probes t's region (page_probes.h): its site can still
+// be taught something (not random yet), and its pages may be unmapped.
+bool wants_probes(const Track &t) {
+    if (!g_probe || !t.shared_file || !teachable(t.site)) return false;
+    if (t.site->access.load(std::memory_order_relaxed) == (int)Access::random) return false;
+    return probe_count(t.pages) > 0;
+}
+
+// The probes' steps due by now, for every region probed; returns when the
+// next one is due. Probes start on a region once half its pages were
+// mapped at the last look (before, presence sees the region fill), and
+// retire (their pages mapped back) once its site is learned random.
+ProbeSet *g_due_sets[kMaxProbing]; // every set counts towards kMaxProbing, retiring ones too
+Track *g_due_tracks[kMaxProbing];
+uint64_t probe_tick(uint64_t now) {
+    if (!g_probe || g_pagemap < 0) return UINT64_MAX;
+    uint64_t cpu = program_cpu_ns();
+    uint32_t probing = 0, touched = 0; // sets, and sets whose probes the last cycle saw touched
+    for (size_t i = 0; i < g_track_count; i++)
+        if (const ProbeSet *p = g_tracks[i].probes) {
+            probing++;
+            touched += p->counts.first + p->counts.second > 0;
+        }
+    size_t n = 0;
+    for (size_t i = 0; i < g_track_count; i++) {
+        Track &t = g_tracks[i];
+        bool wants = wants_probes(t);
+        if (t.probes && !wants && !t.probes->retiring) probes_retire(*t.probes);
+        if (!t.probes && wants && probing < kMaxProbing && t.present_pages * 2 >= t.pages) {
+            t.probes = probes_new(t.start, t.born, t.pages, t.start ^ now, now);
+            probing += t.probes != nullptr;
+        }
+        if (t.probes && probes_due(*t.probes, now, cpu)) {
+            g_due_sets[n] = t.probes;
+            g_due_tracks[n++] = &t;
+        }
+    }
+    for (size_t i = 0; i < n; i++) probes_read(*g_due_sets[i], g_pagemap, now);
+    probes_apply(g_due_sets, n); // one hold of the large lock, if any page is to be unmapped
+    uint64_t after = monotonic_ns();
+    cpu = program_cpu_ns();
+    for (size_t i = 0; i < n; i++) {
+        Track &t = *g_due_tracks[i];
+        ProbeSet &p = *t.probes;
+        if (p.retiring || p.gone) { // mapped back (or its region is not this one any more)
+            probes_free(t.probes);
+            t.probes = nullptr;
+            continue;
+        }
+        if (p.broken) { // the kernel refused: map back what was unmapped, probe no more
+            probes_retire(p);
+            t.shared_file = false;
+            continue;
+        }
+        ProbeResult r = probes_advance(p, after, cpu, touched);
+        if (!r.judged) continue;
+        SPW_LOG(debug, "probes %p: %u of %u touched in %.1f ms (%.1f ms of CPU), %u in the next %.1f ms (%.1f ms), %u in both (%.1f at random): %d",
+                (void *)t.start, r.counts.first, r.counts.probes, r.first_ns / 1e6, r.first_cpu_ns / 1e6,
+                r.counts.second, r.second_ns / 1e6, r.second_cpu_ns / 1e6, r.counts.both, r.reading.expected,
+                (int)r.reading.verdict);
+        if (r.agreed != Verdict::undecided) learn_site_from_probes(t.site, r, after - t.born);
+    }
+    uint64_t next = UINT64_MAX;
+    for (size_t i = 0; i < g_track_count; i++)
+        if (const ProbeSet *p = g_tracks[i].probes)
+            next = std::min(next, p->retiring ? after : p->next_ns);
+    return next;
+}
+
 void *sampler_main(void *) {
     struct sched_param sp = {}; // its wake-ups never preempt the application either
     pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
     uint64_t cpu0 = thread_cpu_ns();
-    uint64_t delay = kPeriodNs;
+    uint64_t next_look = monotonic_ns() + kPeriodNs, next_probe = UINT64_MAX;
     while (!g_stop.load(std::memory_order_relaxed)) {
-        timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
-        nanosleep(&ts, nullptr);
+        uint64_t now = monotonic_ns(), wake = std::min(next_look, next_probe);
+        if (wake > now) {
+            uint64_t delay = wake - now;
+            timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
+            nanosleep(&ts, nullptr);
+        }
         g_in_tick.store(true);
-        if (g_hold.load()) {
+        if (g_hold.load()) { // no look and no probe step while held: both wait a period
             g_in_tick.store(false);
+            next_look = monotonic_ns() + kPeriodNs;
+            next_probe = next_look;
             continue;
         }
-        uint64_t now = monotonic_ns();
-        delay = tick(now);
-        stats_live_tick(now); // `spillway top` reads it
+        now = monotonic_ns();
+        if (now >= next_look) {
+            next_look = now + tick(now);
+            stats_live_tick(now); // `spillway top` reads it
+            g_ticks.fetch_add(1, std::memory_order_relaxed);
+        }
+        next_probe = probe_tick(monotonic_ns());
         g_in_tick.store(false);
-        g_ticks.fetch_add(1, std::memory_order_relaxed);
         g_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);
     }
     return nullptr;
 }
 } // namespace
 
-void sampler_init(const Settings &s) { g_learn = s.learn; }
+void sampler_init(const Settings &s) {
+    g_learn = s.learn;
+    g_probe = s.learn && s.learn_probe;
+}
 
 void sampler_notice() {
     if (g_started.exchange(true)) return;
@@ -637,6 +816,7 @@ void sampler_after_fork_child() {
     g_track_count = 0;
     g_publication_count = 0;
     g_last_faults = 0;
+    g_last_probe_faults = probes_touches();
 }
 
 uint64_t sampler_cpu_ns() { return g_cpu_ns.load(); }

@@ -151,6 +151,7 @@ static Region *recycled(const Request &req, const Decision &d, size_t map_len, s
         r->size = req.size;
         r->site = const_cast<CallSite *>(req.site);
         r->born_ns = monotonic_ns(); // the detector and the sampler see a new region
+        r->reused = true;
         r->phase.store(0, std::memory_order_relaxed);
         r->phase_since_ns.store(0, std::memory_order_relaxed);
         r->fault_rate.store(0, std::memory_order_relaxed);

@@ -11,10 +11,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace spillway {
 
 // Starts main(nullptr) on a new thread; true when it was created.
 bool start_background_thread(void *(*main)(void *), const char *name, size_t stack_bytes);
+
+// CPU time the program itself has used: the process's, less what every
+// thread started here has (so a background thread's work, writeback for
+// one, is never taken for the program's progress). Threads inherited
+// across fork are not this process's and are not counted.
+uint64_t program_cpu_ns();
 
 } // namespace spillway

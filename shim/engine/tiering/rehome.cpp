@@ -751,6 +751,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_to.store((uint8_t)dest->kind);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
+    r->moving.store(true);     // seq_cst, before the checks under the large lock: page_probes.h
     int rc = 0;
     {
         std::lock_guard<std::mutex> guard(large_lock());
@@ -765,6 +766,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     if (rc == 0 && uffd::level() != uffd::Level::full && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
     if (out) out->checks_ns = monotonic_ns() - t0;
     if (rc == 0) rc = move_chunks(r, dest, write_back, out);
+    r->moving.store(false);
     g_moving_region.store(nullptr);
     return rc;
 }

@@ -1,0 +1,300 @@
+// page_probes.cpp — see page_probes.h.
+#include "access/page_probes.h"
+
+#include "registry/arena.h"
+#include "registry/region.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mimalloc.h>
+#include <mutex>
+#include <new>
+#include <sys/mman.h>
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+
+namespace spillway {
+
+namespace {
+constexpr uint64_t kPage = 4096;
+constexpr size_t kWords = kMaxProbes / 64;
+constexpr uint64_t kFirstWindowNs = 8'000'000;
+constexpr uint64_t kMinWindowNs = 250'000; // the timer's slack is 50 us
+constexpr uint64_t kMaxWindowNs = 500'000'000;
+constexpr uint64_t kRestNs = 200'000'000;          // between cycles, at least
+constexpr uint64_t kIdleRestNs = 400'000'000;      // after a cycle that saw nothing, doubling...
+constexpr uint64_t kIdleRestMaxNs = 4'000'000'000; // ...up to this
+constexpr uint64_t kBusyRetryNs = 10'000'000;
+constexpr uint64_t kWindowClockMaxNs = 1'000'000'000; // a window with no CPU time closes after this
+
+std::atomic<uint64_t> g_touches{0}, g_cycles{0};
+
+inline bool bit(const uint64_t *b, uint32_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
+inline void set_bit(uint64_t *b, uint32_t i) { b[i >> 6] |= 1ull << (i & 63); }
+inline void clear_bit(uint64_t *b, uint32_t i) { b[i >> 6] &= ~(1ull << (i & 63)); }
+
+uint64_t next_random(uint64_t &x) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+uint32_t popcount(const uint64_t *b) {
+    uint32_t n = 0;
+    for (size_t i = 0; i < kWords; i++) n += (uint32_t)__builtin_popcountll(b[i]);
+    return n;
+}
+
+// Bit i: probe i is placed and counted (not left out).
+void usable(const ProbeSet &s, uint64_t *out) {
+    for (size_t w = 0; w < kWords; w++) out[w] = s.placed[w] & ~s.excluded[w];
+}
+
+// Runs of touched probes among the usable ones, in address order (a
+// stratum without a usable probe neither breaks nor makes a run).
+uint32_t runs_among(const ProbeSet &s, const uint64_t *bits) {
+    uint64_t use[kWords], packed[kWords] = {};
+    usable(s, use);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < s.count; i++)
+        if (bit(use, i)) {
+            if (bit(bits, i)) set_bit(packed, k);
+            k++;
+        }
+    return touched_runs(packed, k);
+}
+
+// How much shorter the next windows are, when a window saw more than half
+// the probes: to where a third would be touched if access is random (a
+// probe is touched in a window of length w with probability 1 - e^(-rate*w)),
+// halving at least; every cycle spent finding the length costs the program
+// a rest's worth of probe faults (measured: the scatter saw 123 of
+// 128 probes in an 8 ms window; halving took four cycles, 2 s of rests).
+double shorter_by(const ProbeCounts &c) {
+    double f = (double)std::max(c.first, c.second) / c.probes;
+    if (f >= 1) return 1.0 / 16;
+    return std::clamp(std::log(1 - 1.0 / 3) / std::log(1 - f), 1.0 / 16, 0.5);
+}
+
+// Places a probe in each stratum that has none, at a random page mapped
+// now and not under a huge mapping; a stratum not mapped yet waits for a
+// later cycle (the region may still be filling).
+void place(ProbeSet &s, int pagemap_fd) {
+    bool added = false;
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (bit(s.placed, i)) continue;
+        uint64_t p = probe_page(s.pages, i, next_random(s.random));
+        if (page_mapping(pagemap_fd, s.start + p * kPage) != kPageMapped) continue;
+        s.page[i] = p;
+        set_bit(s.placed, i);
+        added = true;
+    }
+    if (!added) return;
+    s.n_masked = 0;
+    for (uint32_t i = 0; i < s.count; i++)
+        if (bit(s.placed, i)) s.masked[s.n_masked++] = s.page[i];
+}
+
+// Under the large lock: whether the pages of s may be unmapped (page_probes.h).
+bool still_ours(const ProbeSet &s) {
+    Region *r = arena::region_at((const void *)s.start);
+    return r && r->start == s.start && r->born_ns == s.born && !r->freed.load() &&
+           r->backing == Backing::disk && !r->is_private && r->file && !r->file->foreign &&
+           r->pins.load() == 0 && !r->moving.load() && r->map_len >= s.pages * kPage;
+}
+
+// Whether the page is in the page cache (mincore on a file mapping says so
+// whether or not this process maps it).
+bool cached(uintptr_t addr) {
+    unsigned char v = 0;
+    return mincore((void *)addr, kPage, &v) == 0 && (v & 1);
+}
+} // namespace
+
+ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t seed, uint64_t now) {
+    void *mem = mi_zalloc(sizeof(ProbeSet));
+    if (!mem) return nullptr;
+    ProbeSet *s = new (mem) ProbeSet();
+    s->start = start;
+    s->born = born;
+    s->pages = pages;
+    s->count = probe_count(pages);
+    s->random = seed | 1;
+    s->window_ns = kFirstWindowNs;
+    s->idle_rest_ns = kIdleRestNs;
+    s->next_ns = now;
+    return s;
+}
+
+void probes_free(ProbeSet *s) {
+    if (s) mi_free(s); // trivially destructible
+}
+
+bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
+    if (s.gone || (s.broken && !s.retiring)) return false;
+    if (s.retiring) return true;
+    if (s.next_ns > now) return false;
+    if (s.step == 0) return true;
+    uint64_t ran = cpu_ns - s.opened_cpu_ns;
+    if (ran >= s.window_ns || now - s.opened_ns >= kWindowClockMaxNs) return true;
+    s.next_ns = now + std::max(kMinWindowNs, s.window_ns - ran); // the program was off the CPU
+    return false;
+}
+
+void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
+    (void)now;
+    s.n_queued = 0;
+    s.busy = false;
+    if (s.gone || (s.broken && !s.retiring)) return;
+    if (s.step == 0 && !s.retiring) place(s, pagemap_fd);
+    std::fill(std::begin(s.touched), std::end(s.touched), 0);
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (!bit(s.placed, i)) continue;
+        uintptr_t at = s.start + s.page[i] * kPage;
+        int m = page_mapping(pagemap_fd, at);
+        if (m < 0) { // the pagemap cannot be read: nothing can be judged
+            s.gone = true;
+            return;
+        }
+        bool mapped = m & kPageMapped;
+        if (mapped && bit(s.armed, i)) set_bit(s.touched, i);
+        if (mapped) clear_bit(s.armed, i);
+        else if (s.step == 0 && !s.retiring) set_bit(s.armed, i); // unmapped (evicted): armed as well
+        if (m & kPageHuge) set_bit(s.excluded, i); // unmapping it would unmap 2 MiB
+        if (bit(s.excluded, i)) continue;
+        // Retiring: map back what is unmapped and still cached (never a
+        // disk read under the lock). Opening a window: unmap what is
+        // mapped (the rest is unmapped still). Closing window 2: nothing
+        // (the next cycle's first read finds what the rest touched).
+        bool queue = s.retiring ? !mapped && cached(at) : mapped && s.step < 2;
+        if (queue) s.queued[s.n_queued++] = i;
+    }
+    for (size_t w = 0; w < kWords; w++) s.touched[w] &= ~s.excluded[w];
+    g_touches.fetch_add(popcount(s.touched), std::memory_order_relaxed);
+}
+
+void probes_apply(ProbeSet *const *sets, size_t n) {
+    bool any = false;
+    for (size_t i = 0; i < n; i++) any |= sets[i]->n_queued > 0;
+    if (!any) return;
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (size_t i = 0; i < n; i++) {
+        ProbeSet &s = *sets[i];
+        if (!s.n_queued) continue;
+        Region *r = arena::region_at((const void *)s.start);
+        if (r && r->start == s.start && r->born_ns == s.born && r->pins.load() != 0) {
+            s.busy = true; // being resized (realloc): the step is tried again shortly
+            s.n_queued = 0;
+            continue;
+        }
+        if (!still_ours(s)) {
+            s.gone = true;
+            s.n_queued = 0;
+            continue;
+        }
+        for (uint32_t q = 0; q < s.n_queued; q++) {
+            uint32_t p = s.queued[q];
+            void *at = (void *)(s.start + s.page[p] * kPage);
+            if (s.retiring) {
+                madvise(at, kPage, MADV_POPULATE_READ);
+            } else if (madvise(at, kPage, MADV_DONTNEED) == 0) {
+                set_bit(s.armed, p);
+            } else { // EINVAL: locked memory. The retirement maps back what was unmapped.
+                s.broken = true;
+                break;
+            }
+        }
+    }
+}
+
+ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t probing) {
+    ProbeResult out;
+    if (s.gone || s.broken || s.retiring) return out;
+    if (s.busy) { // the cycle starts again (a window's touches may have been read already)
+        s.step = 0;
+        s.next_ns = now + kBusyRetryNs;
+        return out;
+    }
+    uint64_t use[kWords];
+    usable(s, use);
+    uint32_t k = popcount(use);
+    if (s.step == 0 && k < kMinProbes) { // too few pages mapped to place probes: try again later
+        s.next_ns = now + s.idle_rest_ns;
+        s.idle_rest_ns = std::min(kIdleRestMaxNs, s.idle_rest_ns * 2);
+        return out;
+    }
+    if (s.step < 2) { // a window opens now
+        if (s.step == 1) {
+            std::copy(std::begin(s.touched), std::end(s.touched), std::begin(s.first));
+            s.first_ns = now - s.opened_ns;
+            s.first_cpu_ns = cpu_ns - s.opened_cpu_ns;
+        }
+        s.step++;
+        s.opened_ns = now;
+        s.opened_cpu_ns = cpu_ns;
+        s.next_ns = now + s.window_ns;
+        return out;
+    }
+    // Window 2 closes. Probes placed or left out during the cycle count
+    // only where both windows saw them usable.
+    uint64_t both[kWords];
+    for (size_t w = 0; w < kWords; w++) {
+        s.first[w] &= use[w];
+        s.touched[w] &= use[w];
+        both[w] = s.first[w] & s.touched[w];
+    }
+    ProbeCounts c;
+    c.probes = k;
+    c.first = popcount(s.first);
+    c.second = popcount(s.touched);
+    c.both = popcount(both);
+    c.first_runs = runs_among(s, s.first);
+    c.second_runs = runs_among(s, s.touched);
+    out.judged = true;
+    out.counts = c;
+    out.first_ns = s.first_ns;
+    out.second_ns = now - s.opened_ns;
+    out.first_cpu_ns = s.first_cpu_ns;
+    out.second_cpu_ns = cpu_ns - s.opened_cpu_ns;
+    out.reading = read_probes(c);
+    s.counts = c;
+    if (out.reading.change == WindowChange::shorter)
+        s.window_ns = std::max(kMinWindowNs, (uint64_t)((double)s.window_ns * shorter_by(c)));
+    if (out.reading.change == WindowChange::longer) s.window_ns = std::min(kMaxWindowNs, s.window_ns * 2);
+    Verdict v = out.reading.verdict;
+    if (v != Verdict::undecided) {
+        s.votes = v == s.vote ? (uint8_t)std::min(s.votes + 1, 2) : 1;
+        s.vote = v;
+        if (s.votes >= 2 || out.reading.strong) out.agreed = v;
+    }
+    // Rest: long enough that the regions being touched cost the program at
+    // most kProbeTouchesPerS faults between them; longer while nothing is
+    // touched at all.
+    uint64_t cycle_touches = (uint64_t)c.first + c.second;
+    uint64_t rest = std::max<uint64_t>(kRestNs, cycle_touches * std::max<uint32_t>(probing, 1) *
+                                                    1'000'000'000ull / kProbeTouchesPerS);
+    if (cycle_touches == 0) {
+        rest = std::max(rest, s.idle_rest_ns);
+        s.idle_rest_ns = std::min(kIdleRestMaxNs, s.idle_rest_ns * 2);
+    } else {
+        s.idle_rest_ns = kIdleRestNs;
+    }
+    s.step = 0;
+    s.next_ns = now + rest;
+    g_cycles.fetch_add(1, std::memory_order_relaxed);
+    return out;
+}
+
+void probes_retire(ProbeSet &s) {
+    s.retiring = true;
+    s.next_ns = 0;
+}
+
+uint64_t probes_touches() { return g_touches.load(std::memory_order_relaxed); }
+uint64_t probes_cycles() { return g_cycles.load(std::memory_order_relaxed); }
+
+} // namespace spillway

@@ -1,0 +1,139 @@
+// page_probes.h — one region's probes: placing them, unmapping them,
+// reading which were touched, mapping them back; and their cycle of two
+// windows back to back, then a rest (probe_rules.h says why and what the
+// counts mean). The sampler thread owns every ProbeSet and drives it.
+//
+// A cycle: unmap every probe still mapped (window 1 opens); after the
+// window, read which were touched and unmap those again (window 2 opens);
+// after it, read again and judge the two windows; rest. A window lasts a
+// length of the program's CPU time (program_cpu_ns: the process's, less
+// spillway's threads'), not of the clock: a program that a loaded machine runs in bursts gets
+// the same work into each window, never one window of work and one of
+// sleep (measured: with 14 runnable threads on 2 cores, half the
+// clock-timed cycles saw 40-80 probes touched in one window and none in
+// the other). A window that sees no CPU time at all closes after 1 s.
+// Windows start at 8 ms, halve while a window sees more than half the
+// probes (down to 1 ms), double while too few are touched to judge (up
+// to 500 ms); the rest keeps the program's probe faults under
+// kProbeTouchesPerS in all.
+//
+// Safety: MADV_DONTNEED discards the bytes of a private or anonymous page.
+// So probes are unmapped only under the large lock, after re-finding the
+// region there (arena::region_at) and checking it is still the same live
+// region (start, birth), on disk, mapped shared over a file of this process
+// (not a fork child's private copy, not a foreign file), not being resized
+// (pins) nor moved (Region::moving: a move publishes itself before it takes
+// the lock to check the region, so a move starts after the unmapping or is
+// seen; its userfaultfd ranges then find a probe as any unmapped page, and
+// the copy reads the file); the lock keeps it so while the pages are unmapped: a free's
+// retirement, the recycle cache and a realloc's mremap each take it before
+// they change the mapping, and the arena gives nothing else an address in
+// its range (arena.h). A region being moved by tiering is mapped shared in
+// every chunk (its old file or its new memfd): unmapping a page there loses
+// nothing either. Pages are mapped back (MADV_POPULATE_READ, only pages
+// still in the page cache, so never a disk read under the lock) under the
+// same checks.
+//
+// Invariants: a set's probes are whole pages of its region, one per
+// stratum (so in address order, each alone in its 16-page block), none
+// under a huge mapping when placed; every placed probe of a live set is
+// reported present to the presence detector (runs_with_probes), so its
+// unmapping is never news there; a probe's page is never unmapped but by
+// probes_apply. A cycle runs once kMinProbes are placed; strata whose page
+// was not mapped get their probe at a later cycle's start.
+#pragma once
+
+#include "access/probe_rules.h"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spillway {
+
+// The program's faults on probes, per second, over every region probed
+// and touched: at 5-15 us each (measured here, under load), 0.25-0.75%
+// of its time at most. The sampler thread's own cost (measured with
+// tests/bench/detector_cost.c, 16 regions of 256 MiB, 5,000 random page
+// reads a second for 10 s, load 5-9): 30 ms of CPU against 0 ms with
+// profile.probe off (0.30% of a core; /proc's clock ticks are 10 ms); while
+// the regions fill, 130-160 ms against 60-80 ms (about 1% of a core more).
+constexpr uint64_t kProbeTouchesPerS = 512;
+
+struct ProbeSet {
+    uintptr_t start = 0; // the region: start, birth, length in pages
+    uint64_t born = 0;
+    uint64_t pages = 0;
+    uint32_t count = 0;             // strata: probe_count(pages), one probe each once placed
+    uint64_t page[kMaxProbes] = {}; // probe i's page index, in stratum i
+    // Bit i per probe: placed (at a page mapped then, not under a huge
+    // mapping); unmapped by us and not seen mapped since; touched (found
+    // mapped while armed) at the last read; touched in window 1; left out
+    // (found under a huge mapping later: never unmapped, never counted).
+    uint64_t placed[kMaxProbes / 64] = {};
+    uint64_t armed[kMaxProbes / 64] = {};
+    uint64_t touched[kMaxProbes / 64] = {};
+    uint64_t first[kMaxProbes / 64] = {};
+    uint64_t excluded[kMaxProbes / 64] = {};
+    // The placed probes' pages, ascending: what the presence detector is
+    // told is present (runs_with_probes).
+    uint64_t masked[kMaxProbes] = {};
+    uint32_t n_masked = 0;
+    uint32_t queued[kMaxProbes] = {}; // probes to unmap (or map back) in probes_apply
+    uint32_t n_queued = 0;
+    uint8_t step = 0; // 0 resting, 1 window 1 open, 2 window 2 open
+    bool retiring = false; // probes_retire: map the probes back, then free
+    bool busy = false;     // the region was being resized: the step is tried again
+    bool gone = false;     // the region is not the one probed any more
+    bool broken = false;   // the kernel refused to unmap: probed no more
+    uint64_t window_ns = 0;           // of the program's CPU time
+    uint64_t opened_ns = 0, opened_cpu_ns = 0; // when the open window opened (clock, program's CPU)
+    uint64_t first_ns = 0, first_cpu_ns = 0, next_ns = 0, idle_rest_ns = 0;
+    ProbeCounts counts;    // of the last cycle
+    Verdict vote = Verdict::undecided;
+    uint8_t votes = 0;
+    uint64_t random = 0;
+};
+
+// What a cycle ended with: its reading, and a verdict once two cycles in a
+// row agreed, or one strong random reading (probe_rules.h), to be learned;
+// undecided otherwise.
+struct ProbeResult {
+    bool judged = false; // a second window closed
+    ProbeReading reading;
+    ProbeCounts counts;
+    uint64_t first_ns = 0, second_ns = 0;         // the windows, by the clock
+    uint64_t first_cpu_ns = 0, second_cpu_ns = 0; // ...and in the program's CPU time
+    Verdict agreed = Verdict::undecided;
+};
+
+// A set for the region [start, start + pages*4096) born at `born`, its
+// first step due now; nullptr if out of memory.
+ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t seed, uint64_t now);
+void probes_free(ProbeSet *s);
+
+// Whether a step is due: by the clock, and for a window closing, by the
+// program's CPU time too (cpu_ns: program_cpu_ns); if not, next_ns moves
+// to when it may be.
+bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns);
+
+// The step's reads (no lock): places the probes if none are, reads which
+// are mapped, queues what probes_apply must unmap (or, retiring, map back).
+void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now);
+// One hold of the large lock for all the sets: each one's queue, if its
+// region passes the checks above; else it is marked gone (or busy, while
+// it is being resized).
+void probes_apply(ProbeSet *const *sets, size_t n);
+// Ends the step: opens the next window, or judges the cycle and rests.
+// probing: how many regions' probes are being touched (they share
+// kProbeTouchesPerS).
+ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t probing);
+// Starts mapping the probes back: probes_read then probes_apply do it;
+// then the set can be freed.
+void probes_retire(ProbeSet &s);
+
+// Probe pages the program touched, since start (the sampler discounts
+// them from the process's fault count), and cycles judged.
+uint64_t probes_touches();
+uint64_t probes_cycles();
+
+} // namespace spillway

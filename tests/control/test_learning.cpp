@@ -1,0 +1,134 @@
+// test_learning.cpp — learning without memory pressure (issue 26;
+// shim/engine/access/sampler.cpp, page_probes.h, probe_rules.h): with no
+// memory limit and tiering off, a run of tiering_job (see its opening
+// comment) learns its scatter site as random and its fill-in-order site as
+// sequential, and the next run, under a limit, places the scatter site in
+// memory at allocation.
+//  - learn-quick: a scatter that ends before the sampler's first look
+//    (python_sites' shape): only the first look's islands can tell.
+//  - learn-pair: the issue's pair, where every page of both regions is
+//    present before the scatter starts: presence never changes again,
+//    only the probes can tell.
+#include "memcg.h"
+#include "support.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+using namespace control_test;
+
+namespace {
+
+std::string slurp(const std::string &path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The access the profile holds for the site whose frames name `function`
+// ("" when no site names it).
+std::string learned(const std::string &profile, const std::string &function) {
+    std::string text = slurp(profile);
+    size_t at = 0;
+    while ((at = text.find("[[site]]", at)) != std::string::npos) {
+        size_t end = text.find("[[site]]", at + 1);
+        std::string site = text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        at = end == std::string::npos ? text.size() : end;
+        if (site.find(function) == std::string::npos) continue;
+        size_t a = site.find("access = \"");
+        if (a == std::string::npos) return "?";
+        a += 10;
+        return site.substr(a, site.find('"', a) - a);
+    }
+    return "";
+}
+
+struct Learning {
+    std::string config, profile;
+    explicit Learning(const std::string &name) {
+        profile = spill_dir() + "/../" + name + "-profile.toml";
+        config = spill_dir() + "/../" + name + ".toml";
+        unlink(profile.c_str());
+        std::ofstream(config) << "[tiering]\nenabled = false\n[profile]\nfile = \"" << profile << "\"\n";
+    }
+    ~Learning() {
+        unlink(profile.c_str());
+        unlink(config.c_str());
+    }
+    std::string run(const std::vector<std::string> &args, int *status, const MemoryCgroup *cg = nullptr) {
+        SpawnOptions o;
+        o.program = job_path();
+        o.set_env = {"SPILLWAY_CONFIG=" + config, "SPILLWAY_LOG=info"};
+        if (cg) {
+            std::string procs = cg->procs_file();
+            o.before_exec = [procs] {
+                if (!join_cgroup(procs.c_str())) _exit(3);
+            };
+        }
+        return run_helper(args, status, o);
+    }
+};
+
+// The second run, in a cgroup of limit_mib: the scatter site from its
+// first byte in memory, the dataset on disk.
+void placed_from_profile(Learning &l, const std::vector<std::string> &args, uint64_t limit_mib,
+                         const char *table_key) {
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    INFO(why);
+    REQUIRE(cg);
+    REQUIRE(cg->set_limit(limit_mib * MiB));
+    int status = -1;
+    std::string out = l.run(args, &status, cg.get());
+    INFO("under a limit of " << limit_mib << " MiB, exit status " << status << "\n" << out);
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    CHECK(k["dataset_backing"] == "1");
+    CHECK(k[table_key] == "2");
+    CHECK(k["intact"] == "1");
+}
+
+} // namespace
+
+TEST_CASE("no limit: a scatter done before the first look is learned random, the fill in order sequential") {
+    Learning l("learn-quick");
+    // 20000 writes into 128 MiB, as python_sites.py makes: ~5 ms.
+    std::vector<std::string> args = {"learn-quick", "256", "128", "20000"};
+    int status = -1;
+    std::string out = l.run(args, &status);
+    INFO("no limit, exit status " << status << "\n" << out);
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    CHECK(k["dataset_backing"] == "1");
+    CHECK(k["table_backing"] == "1"); // nothing learned yet: disk
+    CHECK(k["intact"] == "1");
+    INFO(slurp(l.profile));
+    CHECK(learned(l.profile, "alloc_quick_table") == "random");
+    CHECK(learned(l.profile, "alloc_quick_dataset") == "sequential");
+    placed_from_profile(l, args, 1024, "table_backing");
+}
+
+TEST_CASE("no limit: the issue's pair, every page present before the scatter, is learned by the probes") {
+    Learning l("learn-pair");
+    // The issue's sizes: 512 MiB in order, 20M writes into 512 MiB.
+    std::vector<std::string> args = {"learn-pair", "512", "512", "20"};
+    int status = -1;
+    std::string out = l.run(args, &status);
+    INFO("no limit, exit status " << status << "\n" << out);
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    CHECK(k["dataset_backing"] == "1");
+    CHECK(k["table_backing"] == "1");
+    CHECK(k["intact"] == "1");
+    INFO(slurp(l.profile));
+    CHECK(learned(l.profile, "alloc_pair_table") == "random");
+    CHECK(learned(l.profile, "alloc_pair_dataset") == "sequential");
+    placed_from_profile(l, args, 1536, "table_backing");
+}

@@ -1,0 +1,103 @@
+// test_probe_rules.cpp — the probe method's pure rules (probe_rules.h):
+// where probes go, how they are hidden from presence, and what two
+// windows' touches say.
+#include "access/probe_rules.h"
+
+#include <catch2/catch.hpp>
+#include <vector>
+
+using namespace spillway;
+
+TEST_CASE("probes: one per stratum of whole 16-page blocks, none for small regions") {
+    CHECK(probe_count(kProbeBlockPages * kMinProbes - 1) == 0);
+    CHECK(probe_count(kProbeBlockPages * kMinProbes) == kMinProbes);
+    CHECK(probe_count(131072) == kMaxProbes); // 512 MiB
+    uint64_t pages = 131072, stride = probe_stride(pages);
+    CHECK(stride % kProbeBlockPages == 0);
+    for (uint32_t i = 0; i < probe_count(pages); i++) {
+        uint64_t p = probe_page(pages, i, 0x9e3779b97f4a7c15ull * (i + 1));
+        CHECK(p >= i * stride);
+        CHECK(p < (i + 1) * stride);
+    }
+}
+
+TEST_CASE("probe pages are merged into presence as present, clipped to the span") {
+    PageRun runs[] = {{0, 10}, {20, 5}};
+    uint64_t probes[] = {5, 10, 15, 40, 200};
+    PageRun out[8];
+    long n = runs_with_probes(runs, 2, probes, 5, 0, 100, out, 8);
+    REQUIRE(n == 4); // probe 5 inside a run adds nothing; 200 is outside the span
+    CHECK(out[0].first == 0); // 0..9 and probe 10 touch: one run of 11
+    CHECK(out[0].count == 11);
+    CHECK(out[1].first == 15);
+    CHECK(out[1].count == 1);
+    CHECK(out[2].first == 20);
+    CHECK(out[2].count == 5);
+    CHECK(out[3].first == 40);
+    CHECK(out[3].count == 1);
+    n = runs_with_probes(runs, 2, probes, 5, 0, 100, out, 2);
+    CHECK(n == -1); // does not fit
+    PageRun none[1];
+    n = runs_with_probes(none, 0, probes, 5, 100, 300, out, 8); // relative to lo = 100
+    REQUIRE(n == 1);
+    CHECK(out[0].first == 100);
+}
+
+TEST_CASE("random access: repeats as many as chance gives, spread out; strong with 16 expected") {
+    ProbeCounts c;
+    c.probes = 128;
+    c.first = 50;
+    c.second = 48;
+    c.both = 15; // 18.75 expected
+    c.first_runs = 35;
+    c.second_runs = 33;
+    ProbeReading r = read_probes(c);
+    CHECK(r.verdict == Verdict::random);
+    CHECK(r.strong);
+    c.first = c.second = 36; // 10.1 expected: random, but a second cycle must agree
+    c.both = 9;
+    c.first_runs = c.second_runs = 28;
+    r = read_probes(c);
+    CHECK(r.verdict == Verdict::random);
+    CHECK_FALSE(r.strong);
+}
+
+TEST_CASE("a pass in order repeats nothing: sequential; a busy spot repeats but is not spread") {
+    ProbeCounts c;
+    c.probes = 128;
+    c.first = 40;
+    c.second = 40; // 12.5 expected at random
+    c.both = 0;
+    c.first_runs = c.second_runs = 1;
+    CHECK(read_probes(c).verdict == Verdict::sequential);
+    c.both = 40; // the same 40 probes in both windows, one run each: a hot spot
+    CHECK(read_probes(c).verdict == Verdict::undecided);
+}
+
+TEST_CASE("windows: shorter when nearly all were touched, longer when too few to count") {
+    ProbeCounts c;
+    c.probes = 128;
+    c.first = 126;
+    c.second = 121;
+    c.both = 119;
+    c.first_runs = c.second_runs = 3;
+    ProbeReading r = read_probes(c);
+    CHECK(r.verdict == Verdict::undecided);
+    CHECK(r.change == WindowChange::shorter);
+    c = ProbeCounts();
+    c.probes = 128;
+    c.first = 3;
+    c.second = 4;
+    c.first_runs = 3;
+    c.second_runs = 4;
+    r = read_probes(c);
+    CHECK(r.verdict == Verdict::undecided);
+    CHECK(r.change == WindowChange::longer);
+}
+
+TEST_CASE("runs of touched probes") {
+    uint64_t bits[2] = {0b1011'0110ull, 1ull}; // runs: {1,2}, {4,5}, {7}, and bit 64
+    CHECK(touched_runs(bits, 64) == 3);
+    CHECK(touched_runs(bits, 128) == 4);
+    CHECK(touched_runs(bits, 0) == 0);
+}

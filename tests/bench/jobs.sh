@@ -25,9 +25,11 @@
 # written) and a JOBRESULT that must match across the four ways.
 #
 #   tests/bench/jobs.sh [--only JOB,...] [--variants unconstrained,swap,shim,bare]
-#                       [--rounds 2] [--ra 128] [--timeout 300] [--build DIR]
+#                       [--rounds 2] [--limit SIZE] [--ra 128] [--timeout 300] [--build DIR]
 #                       [--shim LIB] [--shim-env 'NAME=VALUE ...'] [--logs DIR]
 #                       [--record] [--discard] [--out FILE | --append FILE] [--write-results]
+# --limit: one memory limit (e.g. 448M) for every job instead of its own
+# (job_limit below), to find the lowest limit a job survives under the shim.
 # --ra: read_ahead_kb of the spill filesystem's loop device ("keep": as the
 # kernel made it). --shim-env: more settings for the shim runs (e.g.
 # SPILLWAY_LOG=debug). --logs: keep every run's output, shim log and
@@ -56,12 +58,13 @@ PYTHON=/usr/bin/python3
 ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live"
 ALL_VARIANTS="unconstrained swap shim bare"
 JOBS=$ALL_JOBS VARIANTS=$ALL_VARIANTS ROUNDS=2 RA=128 TIMEOUT=300
-SHIM="" SHIM_ENV="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard
+SHIM="" SHIM_ENV="" LIMIT="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard
 while [ $# -gt 0 ]; do
     case $1 in
     --only) JOBS=${2//,/ }; shift ;;
     --variants) VARIANTS=${2//,/ }; shift ;;
     --rounds) ROUNDS=$2; shift ;;
+    --limit) LIMIT=$2; shift ;;
     --ra) RA=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --build) BUILD=$(readlink -f "$2"); shift ;;
@@ -86,6 +89,7 @@ bytes() { numfmt --from=iec "$1"; }
 # job_limit JOB: the memory limit, a third to a half of the job's
 # unconstrained peak (the cgroup's, measured here; the report prints both).
 job_limit() {
+    if [ -n "$LIMIT" ]; then echo "$LIMIT"; return; fi
     case $1 in
     pandas) echo 640M ;; xgboost) echo 384M ;; sklearn) echo 512M ;; torchvision) echo 1G ;;
     scipy) echo 768M ;; graph) echo 1G ;; live) echo 1G ;;

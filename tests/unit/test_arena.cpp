@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <sys/mman.h>
@@ -177,6 +178,36 @@ TEST_CASE("RLIMIT_AS lowered after start-up: growth fails cleanly, what is reser
         uintptr_t grown = arena::take(reserved() + G, G);       // a little growth fits the limit
         if (!grown) _exit(5);
         _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("RLIMIT_AS lowered before start-up (the engine starts at first use): the range still starts far from other mappings") {
+    // A probe with mmap can be no larger than the budget RLIMIT_AS leaves,
+    // so its middle lay a few hundred MiB below the next mapping, and
+    // ordinary mappings soon blocked growth (programs/rlimit_as failed).
+    test::bring_up();
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        std::lock_guard<std::mutex> guard(large_lock());
+        arena::release_for_tests();
+        rlimit lim{size_t(4) << 30, size_t(4) << 30};
+        if (setrlimit(RLIMIT_AS, &lim) != 0) _exit(2);
+        if (!arena::reserve(size_t(16) << 40)) _exit(3);
+        uintptr_t end = arena::g_base + reserved();
+        // The next mapping above the range, from /proc/self/maps.
+        FILE *maps = fopen("/proc/self/maps", "r");
+        if (!maps) _exit(4);
+        unsigned long lo = 0, hi = 0, next = ~0ul;
+        char line[512];
+        while (fgets(line, sizeof line, maps))
+            if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo >= end && lo < next) next = lo;
+        fclose(maps);
+        _exit(next - end >= (size_t(1) << 40) ? 0 : 5); // a terabyte of room at least
     }
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid);

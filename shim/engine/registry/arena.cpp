@@ -13,7 +13,9 @@
 #include <cstring>
 #include <cstdio>
 #include <sys/mman.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -214,11 +216,69 @@ void maybe_shrink() {
     g_free_granules -= dropped;
 }
 
-// Where the range starts: the middle of the largest free gap (up to max)
-// the kernel shows us, so that ordinary mappings, placed top-down (or
-// bottom-up on a legacy layout) from the gap's edges, reach the room the
-// range grows into last. The first step is reserved there.
+// The largest free gap of the address space, read from /proc/self/maps
+// (false if it cannot be read). Read rather than probed with mmap: under an
+// address-space limit (RLIMIT_AS, which the engine, started at first use,
+// may meet already lowered) a probe can only be as large as the budget
+// left, so its middle lies a few hundred MiB from the next mapping, and
+// ordinary mappings soon fill the room the range must grow into. No
+// malloc: the engine may be starting inside one.
+bool largest_gap(uintptr_t *gap_start, size_t *gap_len) {
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    constexpr uintptr_t kUserTop = uintptr_t(1) << 47; // vsyscall and above are not ours
+    char buf[4096];
+    size_t have = 0;
+    uintptr_t prev_end = kGranule; // the low pages are never mappable
+    uintptr_t best_start = 0;
+    size_t best_len = 0;
+    bool any = false;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, sizeof buf - have);
+        if (n <= 0) break;
+        have += (size_t)n;
+        size_t line_start = 0;
+        for (size_t i = 0; i < have; i++) {
+            if (buf[i] != '\n') continue;
+            uintptr_t lo = 0, hi = 0;
+            size_t j = line_start;
+            for (; j < i && buf[j] != '-'; j++) lo = lo * 16 + (uintptr_t)(buf[j] <= '9' ? buf[j] - '0' : (buf[j] | 0x20) - 'a' + 10);
+            for (j++; j < i && buf[j] != ' '; j++) hi = hi * 16 + (uintptr_t)(buf[j] <= '9' ? buf[j] - '0' : (buf[j] | 0x20) - 'a' + 10);
+            line_start = i + 1;
+            if (lo >= kUserTop) continue;
+            any = true;
+            if (lo > prev_end && lo - prev_end > best_len) {
+                best_start = prev_end;
+                best_len = lo - prev_end;
+            }
+            if (hi > prev_end) prev_end = hi;
+        }
+        memmove(buf, buf + line_start, have - line_start);
+        have -= line_start;
+        if (have == sizeof buf) have = 0; // a line longer than the buffer: skip it
+    }
+    close(fd);
+    if (!any || !best_len) return false;
+    *gap_start = best_start;
+    *gap_len = best_len;
+    return true;
+}
+
+// Where the range starts: the middle of the largest free gap (up to max),
+// so that ordinary mappings, placed top-down (or bottom-up on a legacy
+// layout) from the gap's edges, reach the room the range grows into last.
+// The first step is reserved there.
 uintptr_t place(size_t max) {
+    uintptr_t gap_start = 0;
+    size_t gap_len = 0;
+    if (largest_gap(&gap_start, &gap_len) && gap_len >= 4 * kInitialBytes) {
+        (void)max; // the gap's middle, whatever its size: room on both sides
+        uintptr_t mid = (gap_start + gap_len / 2 + kGranule - 1) & ~(uintptr_t)(kGranule - 1);
+        void *q = mmap((void *)mid, kInitialBytes, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == (void *)mid) return mid;
+        if (q != MAP_FAILED) munmap(q, kInitialBytes);
+    }
+    // No /proc, or the gap was taken meanwhile: probe with mmap.
     for (size_t probe = max; probe >= 4 * kInitialBytes; probe /= 2) {
         void *p = mmap(nullptr, probe, PROT_NONE, kReserveFlags, -1, 0);
         if (p == MAP_FAILED) continue;

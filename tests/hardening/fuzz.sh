@@ -26,8 +26,11 @@ build() { # build NAME SOURCES...
     "$cxx" "${inc[@]}" "${flags[@]}" "$@" -o "$bin" || { echo "fuzz: FAIL: could not build $name"; return 1; }
   fi
 }
-build fuzz_config "$here/fuzz_config.cpp" "$src/shim/common/config.cpp" "$src/shim/common/size_parse.cpp" "$src/shim/common/log.cpp" || exit 1
-build fuzz_size_glob "$here/fuzz_size_glob.cpp" "$src/shim/common/size_parse.cpp" || exit 1
+# Every file of shim/common (the spillway_common and spillway_log
+# libraries): a list by hand missed the files start-up added to it.
+common=("$src"/shim/common/*.cpp)
+build fuzz_config "$here/fuzz_config.cpp" "${common[@]}" || exit 1
+build fuzz_size_glob "$here/fuzz_size_glob.cpp" "${common[@]}" || exit 1
 status=0
 for t in fuzz_config:config fuzz_size_glob:size_glob; do
   bin=${t%%:*} corpus=${t##*:}

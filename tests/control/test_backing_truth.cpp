@@ -185,11 +185,24 @@ TEST_CASE("a range a move left in a pool is not reused before it is punched") {
     // to new addresses by mremap and gave its old ones back at once; they
     // name that range, so a region placed there read the old bytes, and lost
     // its own when the range was punched at the free.
-    char *a = (char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY);
-    REQUIRE(a != nullptr);
+    // a must be followed by a live region, so it cannot grow in place. The
+    // range after the first region placed may be taken by an earlier test
+    // case's freed region (kept mapped in the recycle cache, or not yet
+    // retired) or be a hole too short for 8 MiB: so place regions until two
+    // placed one after the other are neighbours, and take the first.
     std::vector<char *> held;
-    for (int i = 0; i < 64 && spillway_backing(a + 8 * MiB) == SPILLWAY_NONE; i++)
-        held.push_back((char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY)); // first fit reaches it
+    char *a = nullptr;
+    for (int i = 0; i < 64 && !a; i++) {
+        char *c = (char *)spillway_alloc(8 * MiB, SPILLWAY_PREFER_MEMORY);
+        REQUIRE(c != nullptr);
+        if (!held.empty() && held.back() + 8 * MiB == c) {
+            a = held.back();
+            held.back() = c;
+        } else {
+            held.push_back(c);
+        }
+    }
+    REQUIRE(a != nullptr);
     REQUIRE(spillway_backing(a + 8 * MiB) != SPILLWAY_NONE); // a cannot grow in place
     fill(a, 0, 8 * MiB, 9);
     REQUIRE(spillway_spill(a) == 0);

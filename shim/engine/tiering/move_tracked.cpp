@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "fd_policy.h"
 #include "log.h"
+#include "os/kernel_ordered.h"
 
 #include <atomic>
 #include <cerrno>
@@ -34,6 +35,7 @@ constexpr size_t kSettled = size_t(256) << 10;
 constexpr size_t kPullBatch = size_t(256) << 10;
 
 int write_all(int fd, const char *src, size_t n, uint64_t off) {
+    KernelOrdered quiet; // src is a region being written meanwhile (kernel_ordered.h)
     while (n) {
         ssize_t w = pwrite(fd, src, n, (off_t)off);
         if (w < 0 && errno == EINTR) continue;
@@ -329,7 +331,7 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
     rc = uffd::scan_written(pagemap_, old, len, false, written_);
     if (rc == 0) rc = copy_ranges(old, dest_fd, dest_off, &bytes);
     if (rc == 0 &&
-        mmap((void *)at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest_fd, (off_t)dest_off) == MAP_FAILED)
+        map_region_in_place((void *)at, len, dest_fd, (off_t)dest_off) == MAP_FAILED)
         rc = -errno;
     if (rc != 0) {
         // The old pages go back where they were (the empty mapping is
@@ -421,7 +423,7 @@ void TrackedMover::put_back_pulled(uintptr_t at, size_t len, int old_fd, uint64_
         size_t rel = b * batch, n = len - rel < batch ? len - rel : batch;
         if (int rc = copy_file(dest_fd, dest_off + rel, old_fd, old_off + rel, n)) lost(at, "copying back", rc);
     }
-    if (mmap((void *)at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, old_fd, (off_t)old_off) == MAP_FAILED)
+    if (map_region_in_place((void *)at, len, old_fd, (off_t)old_off) == MAP_FAILED)
         lost(at, "mapping the old file again", -errno);
     uffd::wake(uffd_, at, len);
 }

@@ -6,6 +6,7 @@
 #include "os/direct_write.h"
 #include "fd_policy.h"
 #include "os/lock_unless_held.h"
+#include "os/kernel_ordered.h"
 #include "log.h"
 #include "registry/region.h"
 #include "stats/stats.h"
@@ -109,6 +110,7 @@ void install_handler() {
 }
 
 int write_all(int fd, const char *src, size_t n, off_t off) {
+    KernelOrdered quiet; // src may be a region being written meanwhile (kernel_ordered.h)
     while (n) {
         ssize_t w = pwrite(fd, src, n, off);
         if (w < 0 && errno == EINTR) continue;
@@ -309,6 +311,7 @@ int copy_chunk(const Source &s, const SpillFile *dest, char *dest_map, size_t of
             return copy_range(s.fd, (off_t)(s.file_off + at), dest->fd, (off_t)at, len);
         }
         const char *from = (const char *)s.start + at; // readable: the chunk is read-only
+        KernelOrdered quiet;
         if (dest_map) {
             memcpy(dest_map + (at - off), from, len);
             return 0;
@@ -325,7 +328,10 @@ int restore_chunk(const Source &s, size_t off, size_t n) {
     if (s.backing == Backing::anon) {
         void *tmp = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (tmp == MAP_FAILED) return -errno;
-        memcpy(tmp, (const void *)at, n);
+        {
+            KernelOrdered quiet;
+            memcpy(tmp, (const void *)at, n);
+        }
         if (mremap(tmp, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)at) == MAP_FAILED) {
             int err = -errno;
             munmap(tmp, n);
@@ -334,8 +340,7 @@ int restore_chunk(const Source &s, size_t off, size_t n) {
         return 0;
     }
     if (int rc = write_all(s.fd, (const char *)at, n, (off_t)(s.file_off + off))) return rc;
-    void *p = mmap((void *)at, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, s.fd,
-                   (off_t)(s.file_off + off));
+    void *p = map_region_in_place((void *)at, n, s.fd, (off_t)(s.file_off + off));
     return p == MAP_FAILED ? -errno : 0;
 }
 
@@ -546,7 +551,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         }
         if (dest_map) munmap(dest_map, n);
         if (rc == 0) {
-            void *p = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, dest->fd, (off_t)done);
+            void *p = map_region_in_place((void *)a, n, dest->fd, (off_t)done);
             if (p == MAP_FAILED) rc = -errno;
         }
         if (rc != 0) {

@@ -36,14 +36,16 @@ all_start=$SECONDS
 # The machine, in one line: what a failure on a machine nobody has seen
 # depends on (the spill disk's read-ahead, swap, the load, the cgroup version).
 machine_facts() {
-    local dev ra swap cg
-    dev=$(df --output=source /var/tmp 2>/dev/null | tail -1); dev=${dev##*/}
-    ra=$(cat "/sys/class/block/${dev%%[0-9]*}/queue/read_ahead_kb" 2>/dev/null ||
-         cat "/sys/class/block/$dev/queue/read_ahead_kb" 2>/dev/null || echo "?")
+    local spill dev disk ra swap cg
+    spill=${SPILLWAY_TEST_TMP:-/var/tmp} # where the suites spill (tests/meson.build)
+    dev=$(df --output=source "$spill" 2>/dev/null | tail -1); dev=${dev##*/}
+    disk=$dev # a partition's read-ahead is its disk's
+    [ -e "/sys/class/block/$dev/partition" ] && disk=$(basename "$(readlink -f "/sys/class/block/$dev/..")")
+    ra=$(cat "/sys/class/block/$disk/queue/read_ahead_kb" 2>/dev/null || echo "?")
     swap=$(awk 'NR > 1 {kib += $3} END {print kib ? int(kib / 1024) " MiB" : "none"}' /proc/swaps)
     cg=v1; [ -f /sys/fs/cgroup/cgroup.controllers ] && cg=v2
     echo "test-all: machine: $(nproc) CPUs, $(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo) GiB," \
-         "kernel $(uname -r), cgroup $cg, /var/tmp on $dev (read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
+         "kernel $(uname -r), cgroup $cg, $spill on $dev (read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine_facts
 

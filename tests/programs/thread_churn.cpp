@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <dirent.h>
+#include <map>
 #include <dlfcn.h>
 #include <fstream>
 #include <malloc.h>
@@ -25,6 +26,33 @@ static size_t count_entries(const char *dir) {
         closedir(d);
     }
     return n;
+}
+
+// Descriptor -> what it names ("/proc/self/pagemap", "/memfd:spillway (deleted)").
+static std::map<int, std::string> fd_table() {
+    std::map<int, std::string> out;
+    DIR *d = opendir("/proc/self/fd");
+    int self = d ? dirfd(d) : -1;
+    while (struct dirent *e = d ? readdir(d) : nullptr) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self) continue;
+        char link[320], target[512] = {0};
+        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        out[atoi(e->d_name)] = n > 0 ? std::string(target, (size_t)n) : "?";
+    }
+    if (d) closedir(d);
+    return out;
+}
+
+// The detector thread opens the descriptors it keeps (pagemap, the live
+// stats memfd) at its first tick, whenever its thread first runs.
+static bool detector_ticked(const std::map<int, std::string> &fds) {
+    bool pagemap = false, live = false;
+    for (auto &[fd, t] : fds) {
+        pagemap |= t.size() > 8 && t.compare(t.size() - 8, 8, "/pagemap") == 0;
+        live |= t == "/memfd:spillway-live (deleted)";
+    }
+    return pagemap && live;
 }
 
 static size_t count_maps() {
@@ -79,29 +107,59 @@ static void churn(std::atomic<bool> &failed, unsigned seed) {
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < 8; t++) threads.emplace_back(worker, seed + t, std::ref(failed));
     for (auto &t : threads) t.join();
-    usleep(300000); // let the reaper retire the last frees
 }
 
 int main() {
     const char *dir = getenv("SPILLWAY_DIR");
     CHECK(dir);
     std::atomic<bool> failed{false};
-    // Round one (and this warm-up) bring up everything that legitimately
-    // stays: the shim's threads, pool files and the learner's pagemap
-    // descriptor, glibc's cached thread stacks.
-    unsigned char *warm = (unsigned char *)malloc(16 << 20);
-    memset(warm, 1, 16 << 20);
-    usleep(400000); // the learner samples regions older than 50 ms, every 100 ms
-    free(warm);
+    // Round one and this warm-up bring up everything that legitimately
+    // stays for the process's life: the shim's threads, both pools, the
+    // detector's descriptors, glibc's cached thread stacks. The memory pool
+    // (a memfd) opens at the first memory region: a plain malloc gets one
+    // only once the detector has called its site random, which depends on
+    // when that thread runs; on a loaded machine it first did in round two
+    // (CI, read_ahead_kb 128: "fds 10 -> 11"). So both pools open here, by
+    // request.
+    auto *alloc = (void *(*)(size_t, unsigned))dlsym(RTLD_DEFAULT, "spillway_alloc");
+    CHECK(alloc);
+    for (unsigned flags : {2u /* SPILLWAY_PREFER_MEMORY */, 1u /* SPILLWAY_PREFER_DISK */}) {
+        void *p = alloc(2 << 20, flags);
+        CHECK(p);
+        memset(p, 1, 2 << 20);
+        free(p);
+    }
     churn(failed, 1000);
     CHECK(!failed);
-    size_t fds = count_entries("/proc/self/fd"), maps = count_maps();
+    // The baseline: once the detector has ticked and round one's regions are
+    // retired (the reaper and the recycle cache's 1 s idle trim run on their
+    // own threads: a fixed sleep assumed they had run).
+    auto fds = fd_table();
+    size_t maps = count_maps();
+    for (int i = 0; i < 100 && (!detector_ticked(fds) || count_entries(dir) != 0); i++) {
+        usleep(100000);
+        fds = fd_table();
+        maps = count_maps();
+    }
+    CHECK(detector_ticked(fds));
     // Round two must not add anything: no descriptor, mapping or file leaks.
+    // Its last frees are retired on the reaper's thread: waited for, up to 10 s.
     churn(failed, 2000);
     CHECK(!failed);
-    size_t fds_after = count_entries("/proc/self/fd"), maps_after = count_maps();
-    if (fds_after != fds || maps_after > maps + 2)
-        fprintf(stderr, "fds %zu -> %zu, maps %zu -> %zu\n", fds, fds_after, maps, maps_after);
+    auto fds_after = fd_table();
+    size_t maps_after = count_maps();
+    for (int i = 0; i < 100 && (fds_after != fds || maps_after > maps + 2 || count_entries(dir) != 0); i++) {
+        usleep(100000);
+        fds_after = fd_table();
+        maps_after = count_maps();
+    }
+    if (fds_after != fds || maps_after > maps + 2) {
+        fprintf(stderr, "fds %zu -> %zu, maps %zu -> %zu\n", fds.size(), fds_after.size(), maps, maps_after);
+        for (auto &[fd, t] : fds)
+            if (!fds_after.count(fd) || fds_after[fd] != t) fprintf(stderr, "  before: %d -> %s\n", fd, t.c_str());
+        for (auto &[fd, t] : fds_after)
+            if (!fds.count(fd) || fds[fd] != t) fprintf(stderr, "  after:  %d -> %s\n", fd, t.c_str());
+    }
     if (getenv("DUMP_MAPS")) system(("cat /proc/" + std::to_string(getpid()) + "/maps > /tmp/churn.maps").c_str());
     CHECK(fds_after == fds);
     CHECK(maps_after <= maps + 2); // a VMA split or two may remain in the arena

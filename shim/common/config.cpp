@@ -432,7 +432,13 @@ static std::string quoted(const std::string &s) {
 std::string describe_settings(const Settings &s) {
     std::ostringstream o;
     o << "# effective settings (source: " << s.source << ")\n";
-    o << "threshold = " << quoted(format_size_exact(s.threshold)) << "\n";
+    // Not given: left out, so that a config made of this text (`spillway
+    // run` writes one) still lets the shim derive it (derived_threshold.h).
+    if (s.threshold_origin == ThresholdOrigin::not_given)
+        o << "# threshold: not given; the shim derives it from its memory limit (an eighth of it, "
+             "16MiB to 64MiB; 64MiB without a limit)\n";
+    else
+        o << "threshold = " << quoted(format_size_exact(s.threshold)) << "\n";
     o << "policy = " << quoted(policy_name(s.policy)) << "\n\n";
     o << "[spill]\ndir = " << quoted(s.spill_dir) << "\nallow_tmpfs = "
       << (s.allow_tmpfs ? "true" : "false") << "\ndedicated_min = " << quoted(format_size_exact(s.dedicated_min))

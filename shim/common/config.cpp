@@ -230,6 +230,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
         r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
                                     "profile", "callsites", "shm", "tiering", "rule"});
         r.size(root, "threshold", "threshold", s.threshold);
+        if (root.contains("threshold")) s.threshold_origin = ThresholdOrigin::config;
         r.policy(root, "policy", "policy", s.policy);
         if (auto *t = r.table(root, "spill")) {
             r.reject_unknown(*t, "spill.", {"dir", "allow_tmpfs", "dedicated_min"});
@@ -379,6 +380,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     SimpleSettings view;
     view.source = s.source.c_str();
     view.threshold = s.threshold;
+    view.threshold_origin = s.threshold_origin;
     view.policy = s.policy;
     view.log_level = s.log_level;
     view.spill_dir = s.spill_dir.c_str();
@@ -399,6 +401,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
         return message;
     }
     s.threshold = view.threshold;
+    s.threshold_origin = view.threshold_origin;
     s.policy = view.policy;
     s.log_level = view.log_level;
     if (view.spill_dir != s.spill_dir.c_str()) s.spill_dir = view.spill_dir;
@@ -429,7 +432,13 @@ static std::string quoted(const std::string &s) {
 std::string describe_settings(const Settings &s) {
     std::ostringstream o;
     o << "# effective settings (source: " << s.source << ")\n";
-    o << "threshold = " << quoted(format_size_exact(s.threshold)) << "\n";
+    // Not given: left out, so that a config made of this text (`spillway
+    // run` writes one) still lets the shim derive it (derived_threshold.h).
+    if (s.threshold_origin == ThresholdOrigin::not_given)
+        o << "# threshold: not given; the shim derives it from its memory limit (an eighth of it, "
+             "16MiB to 64MiB; 64MiB without a limit)\n";
+    else
+        o << "threshold = " << quoted(format_size_exact(s.threshold)) << "\n";
     o << "policy = " << quoted(policy_name(s.policy)) << "\n\n";
     o << "[spill]\ndir = " << quoted(s.spill_dir) << "\nallow_tmpfs = "
       << (s.allow_tmpfs ? "true" : "false") << "\ndedicated_min = " << quoted(format_size_exact(s.dedicated_min))

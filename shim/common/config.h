@@ -56,6 +56,9 @@ struct TierSettings {
 struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = kDefaultThreshold;
+    // not_given: the engine derives it from the memory limit at start-up
+    // (derived_threshold.h); threshold then holds the default until it does.
+    ThresholdOrigin threshold_origin = ThresholdOrigin::not_given;
     Policy policy = Policy::auto_;
     std::string spill_dir = default_spill_dir();
     // Named by spill.dir or SPILLWAY_DIR: a bad directory is then the user's

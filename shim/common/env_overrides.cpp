@@ -67,6 +67,7 @@ bool apply_env_overrides(SimpleSettings *s, SettingLookup lookup, void *ctx, cha
             return false;
         }
         s->threshold = bytes;
+        s->threshold_origin = ThresholdOrigin::environment;
     }
     if (const char *v = value_of(lookup, ctx, "SPILLWAY_POLICY")) {
         if (!parse_policy_word(v, strlen(v), &s->policy)) {

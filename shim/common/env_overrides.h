@@ -26,6 +26,7 @@ namespace spillway {
 struct SimpleSettings {
     const char *source = "(defaults)"; // the config file's path, else "(defaults)"
     uint64_t threshold = kDefaultThreshold;
+    ThresholdOrigin threshold_origin = ThresholdOrigin::not_given;
     Policy policy = Policy::auto_;
     LogLevel log_level = LogLevel::warn;
     const char *spill_dir = nullptr; // nullptr: the default, /var/tmp/spillway-<euid>

@@ -59,7 +59,8 @@ inline uint64_t settings_hash(const char *(*lookup)(void *ctx, const char *name)
     return h;
 }
 
-// "<threshold>:<level>:<hash>" (level: LogLevel's number).
+// "<threshold>:<level>:<hash>" (level: LogLevel's number; threshold 0: none
+// was given, the shim derives it, derived_threshold.h).
 inline void format_checked(char *out, size_t cap, uint64_t threshold, int level, uint64_t hash) {
     snprintf(out, cap, "%llu:%d:%016llx", (unsigned long long)threshold, level, (unsigned long long)hash);
 }

@@ -35,7 +35,8 @@ struct EntryHead {
     uint64_t threshold;
     uint32_t text_len, spill_dir_len, log_file_len, stats_file_len; // without the NULs
     uint8_t policy, log_level, spill_dir_given, allow_tmpfs;
-    uint32_t reserved;
+    uint8_t threshold_given; // the config names it (else the engine derives it: derived_threshold.h)
+    uint8_t reserved[3];
 };
 
 size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
@@ -171,6 +172,7 @@ bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, co
         if (!entry_matches(h, engine, text, len, hash)) continue;
         const char *s = (const char *)(h + 1) + h->text_len;
         out->threshold = h->threshold;
+        out->threshold_given = h->threshold_given != 0;
         out->policy = (Policy)h->policy;
         out->log_level = (LogLevel)h->log_level;
         out->spill_dir_given = h->spill_dir_given != 0;
@@ -208,6 +210,7 @@ void verdict_cache_store(const char *dir_path, const EngineIdentity &engine, con
     head.engine = engine;
     head.text_hash = text_hash(text, len);
     head.threshold = v.threshold;
+    head.threshold_given = v.threshold_given ? 1 : 0;
     head.text_len = (uint32_t)len;
     head.spill_dir_len = (uint32_t)dir_len;
     head.log_file_len = (uint32_t)log_len;

@@ -44,6 +44,7 @@ bool engine_identity(const char *engine_path, EngineIdentity *out);
 // of env_overrides.h apply. The strings are never nullptr ("" for none).
 struct ConfigVerdict {
     uint64_t threshold = 0;
+    bool threshold_given = false; // false: not in the config, derived at start (derived_threshold.h)
     Policy policy = Policy::auto_;
     LogLevel log_level = LogLevel::warn;
     bool spill_dir_given = false;

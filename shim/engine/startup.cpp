@@ -5,6 +5,7 @@
 #include "backing/backing.h"
 #include "sites/callsite.h"
 #include "config.h"
+#include "derived_threshold.h"
 #include "engine_api.h"
 #include "fd_policy.h"
 #include "large/large.h"
@@ -52,6 +53,7 @@ static bool config_error(const std::string &message) {
 static void store_verdict(const StartRequest &req, const Settings &file) {
     ConfigVerdict v;
     v.threshold = file.threshold;
+    v.threshold_given = file.threshold_origin == ThresholdOrigin::config;
     v.policy = file.policy;
     v.log_level = file.log_level;
     v.spill_dir_given = file.spill_dir_given;
@@ -101,6 +103,10 @@ bool engine_startup(const StartRequest *request) {
         return false;
     }
     if (opts.file_settings) store_verdict(req, file_only);
+    // Not given: derived from the memory limit, as the front derived it
+    // (derived_threshold.h); the same files, so the same answer.
+    uint64_t memory_limit = s->threshold_origin == ThresholdOrigin::not_given ? read_memory_limit("") : 0;
+    s->threshold = effective_threshold(s->threshold_origin, s->threshold, memory_limit);
     int log_fd = open_log(req, *s);
     if (log_fd < 0) return false;
     log_configure(s->log_level, log_fd);
@@ -129,8 +135,10 @@ bool engine_startup(const StartRequest *request) {
     profile_load(*s);
     std::atomic_thread_fence(std::memory_order_release);
     g_large_threshold = s->threshold;
-    SPW_LOG(info, "active: threshold %llu bytes, policy %s, spill dir %s%s",
-            (unsigned long long)s->threshold, policy_name(s->policy), spill_dir_path().c_str(),
+    char origin[160];
+    describe_threshold_origin(origin, sizeof origin, s->threshold_origin, memory_limit);
+    SPW_LOG(info, "active: threshold %llu bytes (%s), policy %s, spill dir %s%s",
+            (unsigned long long)s->threshold, origin, policy_name(s->policy), spill_dir_path().c_str(),
             disk_usable() ? "" : " (unusable)");
     return true;
 }

@@ -36,6 +36,8 @@ bool may_be_shm(int dirfd, const char *path) {
 
 // Without a routing engine mimalloc serves everything.
 void *engine_allocate(size_t size, size_t align, bool zero) {
+    // Above the floor but below the threshold derived now: the small path's.
+    if (size < derive_threshold_if_pending() && align <= kSmallAlignMax) return small_alloc(size, align, zero);
     if (const EngineApi *e = engine_routing()) return e->large_allocate(size, align, zero);
     return small_alloc(size, align, zero);
 }

@@ -7,6 +7,7 @@
 #include "engine_loader.h"
 #include "clock.h"
 #include "config_error.h"
+#include "derived_threshold.h"
 
 #include "fd_policy.h"
 #include "front_state.h"
@@ -46,6 +47,8 @@ pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
 // loaded at start-up, so its TLS is static and reading it never allocates).
 thread_local bool t_starting __attribute__((tls_model("initial-exec"))) = false;
 std::atomic<bool> g_wait_warned{false};
+// No threshold was given and none has been derived yet (engine_loader.h).
+std::atomic<bool> g_derive_pending{false};
 
 // What the engine starts with (engine_api.h): filled before main, read by
 // the one thread that starts the engine, under the start lock.
@@ -188,6 +191,18 @@ void engine_file_path(char *out, size_t cap) {
     snprintf(out, cap, "%s", kEngineName); // the loader's search path
 }
 
+size_t derive_threshold_if_pending() {
+    if (!g_derive_pending.load(std::memory_order_acquire)) return 0;
+    // Racing threads (or a signal handler) each read the same files and get
+    // the same answer; the first clears the flag and publishes it, unless
+    // the engine has left kWaiting (it then holds its own, or SIZE_MAX).
+    size_t threshold = (size_t)threshold_for_limit(read_memory_limit(""));
+    if (g_derive_pending.exchange(false, std::memory_order_acq_rel) &&
+        g_state.load(std::memory_order_acquire) == kWaiting)
+        g_large_threshold = threshold;
+    return threshold;
+}
+
 const EngineApi *engine_routing() {
     return settle() == kOn ? g_api : nullptr;
 }
@@ -234,7 +249,12 @@ __attribute__((constructor(101))) static void spillway_front_constructor() {
         log_configure(verdict.level, verdict.log_fd);
         g_lazy_stats_file = verdict.stats_file;
     }
-    g_large_threshold = verdict.threshold;
+    if (verdict.derive_threshold) { // derived at the first request it could concern (engine_loader.h)
+        g_large_threshold = kDerivedThresholdFloor;
+        g_derive_pending.store(true, std::memory_order_release);
+    } else {
+        g_large_threshold = verdict.threshold;
+    }
     g_state.store(kWaiting, std::memory_order_release);
 }
 

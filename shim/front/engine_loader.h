@@ -54,6 +54,16 @@ const EngineApi *engine_if_routing();
 // whether or not it routes; nullptr only when it could not be loaded.
 const EngineApi *engine_for_control();
 
+// THRESHOLD NOT GIVEN. The front holds kDerivedThresholdFloor meanwhile, so
+// that no allocation the derived threshold would route slips past; the
+// first request at or above it (before the engine starts) derives the
+// threshold from the memory limit (derived_threshold.h) and returns it, and
+// the front holds that from then on. 0 when there is nothing to derive (a
+// threshold was given, or it was derived already, or the engine started and
+// holds its own). Reading the limit costs a few small file reads, once, and
+// only in a process that allocates that much: start-up reads nothing.
+size_t derive_threshold_if_pending();
+
 // Where the engine is: next to this library (libspillway_engine.so).
 void engine_file_path(char *out, size_t cap);
 

@@ -70,10 +70,12 @@ bool judged_by_runner(StartRequest *req, StartVerdict *v) {
     int level = 0;
     if (!parse_checked(getenv(kCheckedMarker), &threshold, &level, &hash)) return false;
     if (req->env[kConfig] && !req->config_text) return false; // unread: not the text it judged
+    // threshold 0: none was given, it is derived here (derived_threshold.h).
     if (hash != settings_hash(request_lookup, req, req->config_text, req->config_len) ||
-        threshold < kMinThreshold || level < (int)LogLevel::error || level > (int)LogLevel::debug)
+        (threshold && threshold < kMinThreshold) || level < (int)LogLevel::error || level > (int)LogLevel::debug)
         return false;
-    v->threshold = threshold;
+    v->threshold = threshold ? threshold : kDefaultThreshold;
+    v->derive_threshold = threshold == 0;
     v->level = (LogLevel)level;
     v->stats_file = req->env[kStats];
     return true;
@@ -151,6 +153,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
     req->judged = true; // unless the engine must start now (below)
     v->mode = StartMode::defaults;
     v->threshold = kDefaultThreshold;
+    v->derive_threshold = true;
     if (!any) return;
 
     const char *config = req->env[kConfig];
@@ -179,6 +182,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
         }
         s.source = config;
         s.threshold = c.threshold;
+        s.threshold_origin = c.threshold_given ? ThresholdOrigin::config : ThresholdOrigin::not_given;
         s.policy = c.policy;
         s.log_level = c.log_level;
         s.spill_dir = c.spill_dir_given ? c.spill_dir : nullptr;
@@ -199,6 +203,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
     }
     v->mode = StartMode::judged;
     v->threshold = s.threshold;
+    v->derive_threshold = s.threshold_origin == ThresholdOrigin::not_given;
     v->level = s.log_level;
     v->stats_file = *s.stats_file ? s.stats_file : nullptr;
     req->judged = true;

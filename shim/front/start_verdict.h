@@ -47,6 +47,10 @@ enum class StartMode {
 struct StartVerdict {
     StartMode mode = StartMode::defaults;
     uint64_t threshold = 0;   // judged: the large path starts here
+    // No threshold given: it is derived from the memory limit at the first
+    // allocation of at least kDerivedThresholdFloor (derived_threshold.h);
+    // threshold is the default meanwhile.
+    bool derive_threshold = true;
     LogLevel level = LogLevel::warn;
     int log_fd = 2;
     const char *stats_file = nullptr; // judged: this process's line should the engine never start

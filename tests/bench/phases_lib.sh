@@ -2,9 +2,10 @@
 # ext4 spill filesystem whose read_ahead_kb a benchmark may set (never the
 # host disk's), and memory cgroups (v1, or v2 when /sys/fs/cgroup is
 # cgroup2). Everything is named spillway-phasebench-<pid>-* and removed by
-# lib_cleanup, which the caller runs from its EXIT trap.
+# lib_cleanup, which the caller runs from its EXIT trap. SPILLWAY_BENCH_TAG
+# adds a word to the name (a shared machine's convention: whose cgroups).
 
-LIB_TAG=spillway-phasebench-$$
+LIB_TAG=spillway-phasebench${SPILLWAY_BENCH_TAG:+-$SPILLWAY_BENCH_TAG}-$$
 LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
 
 lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }

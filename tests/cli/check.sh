@@ -45,7 +45,8 @@ out=$(SPILLWAY_THRESHOLD=2MiB "$spillway" check "$root/config/spillway.toml")
 expect_contains "$out" 'threshold = "2MiB"' "SPILLWAY_THRESHOLD override"
 expect_contains "$out" "environment overrides applied: SPILLWAY_THRESHOLD=2MiB" "override note"
 out=$(SPILLWAY_THRESHOLD=2MiB "$spillway" check --ignore-env "$root/config/spillway.toml")
-expect_contains "$out" 'threshold = "64MiB"' "--ignore-env"
+expect_contains "$out" '# threshold: not given' "--ignore-env"
+expect_contains "$out" '# threshold in this cgroup: ' "--ignore-env: the derived threshold, here"
 
 # Bad configs: one line, the shim's format, exit 78.
 bad() { # NAME EXPECTED-FRAGMENT TOML

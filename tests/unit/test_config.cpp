@@ -17,6 +17,7 @@ static std::string parse_error(const std::string &text) {
 TEST_CASE("defaults are the documented ones") {
     Settings s;
     CHECK(s.threshold == 64ull << 20);
+    CHECK(s.threshold_origin == ThresholdOrigin::not_given); // derived at start-up (derived_threshold.h)
     CHECK(s.policy == Policy::auto_);
     CHECK(s.spill_dir == "/var/tmp/spillway-" + std::to_string(geteuid())); // one per user
     CHECK_FALSE(s.spill_dir_given);
@@ -67,6 +68,7 @@ policy = "memory"
 )", "job.toml", s);
     REQUIRE_FALSE(err);
     CHECK(s.threshold == 2ull << 20);
+    CHECK(s.threshold_origin == ThresholdOrigin::config);
     CHECK(s.policy == Policy::disk);
     CHECK(s.spill_dir == "/data/spill");
     CHECK(s.spill_dir_given);
@@ -157,6 +159,7 @@ TEST_CASE("environment variables override single settings") {
     CHECK(s.spill_dir == "/srv/spill");
     CHECK(s.spill_dir_given);
     CHECK(s.threshold == 8ull << 20);
+    CHECK(s.threshold_origin == ThresholdOrigin::environment);
     CHECK(s.policy == Policy::memory);
     CHECK(s.log_level == LogLevel::info);
 
@@ -232,4 +235,22 @@ horizon_ms = 2000
     REQUIRE_FALSE(parse_config_text(describe_settings(s), "printed", back));
     CHECK(back.tiering.horizon_ms == 2000);
     CHECK_FALSE(back.tiering.enabled);
+}
+
+TEST_CASE("threshold origin: a config without the key leaves it not given, and prints so") {
+    Settings s;
+    REQUIRE_FALSE(parse_config_text("policy = \"disk\"\n", "job.toml", s));
+    CHECK(s.threshold_origin == ThresholdOrigin::not_given);
+    CHECK(s.threshold == kDefaultThreshold);
+    Settings t;
+    REQUIRE_FALSE(parse_config_text("threshold = \"64MiB\"\n", "job.toml", t));
+    CHECK(t.threshold_origin == ThresholdOrigin::config); // naming the default is naming it
+    // Printed and parsed back, each stays what it was (`spillway run` writes
+    // such a text as its child's config: a derived threshold must stay derived).
+    Settings s_back, t_back;
+    REQUIRE_FALSE(parse_config_text(describe_settings(s), "printed", s_back));
+    REQUIRE_FALSE(parse_config_text(describe_settings(t), "printed", t_back));
+    CHECK(s_back.threshold_origin == ThresholdOrigin::not_given);
+    CHECK(t_back.threshold_origin == ThresholdOrigin::config);
+    CHECK(t_back.threshold == kDefaultThreshold);
 }

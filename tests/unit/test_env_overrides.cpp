@@ -54,6 +54,7 @@ TEST_CASE("env_overrides: good variables override the settings") {
     CHECK(std::string(s.spill_dir) == "/srv/spill");
     CHECK(s.spill_dir_given);
     CHECK(s.threshold == 8ull << 20);
+    CHECK(s.threshold_origin == ThresholdOrigin::environment);
     CHECK(s.policy == Policy::memory);
     CHECK(s.log_level == LogLevel::warn);
     CHECK(std::string(s.stats_file) == "/tmp/s-%p");
@@ -65,6 +66,7 @@ TEST_CASE("env_overrides: an empty variable is unset") {
     CHECK(s.spill_dir == nullptr);
     CHECK_FALSE(s.spill_dir_given);
     CHECK(s.threshold == kDefaultThreshold);
+    CHECK(s.threshold_origin == ThresholdOrigin::not_given);
 }
 
 TEST_CASE("env_overrides: each bad variable's line, the same as the engine's") {

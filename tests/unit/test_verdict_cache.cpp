@@ -1,6 +1,7 @@
 // test_verdict_cache.cpp — verdict_cache.cpp: a good config's verdict is
 // found again only for the same bytes and the same engine; the cache is
 // trusted only when private to this user; a damaged one only misses.
+#include "threshold.h"
 #include "verdict_cache.h"
 
 #include <catch2/catch.hpp>
@@ -40,6 +41,7 @@ EngineIdentity engine(uint64_t ino = 42) {
 ConfigVerdict verdict(uint64_t threshold) {
     ConfigVerdict v;
     v.threshold = threshold;
+    v.threshold_given = true;
     v.policy = Policy::memory;
     v.log_level = LogLevel::info;
     v.spill_dir_given = true;
@@ -79,6 +81,7 @@ TEST_CASE("verdict_cache: a stored verdict is found for the same bytes and engin
     void *storage = nullptr;
     REQUIRE(verdict_cache_lookup(t.cache.c_str(), engine(), text.data(), text.size(), &v, &storage));
     CHECK(v.threshold == 2u << 20);
+    CHECK(v.threshold_given);
     CHECK(v.policy == Policy::memory);
     CHECK(v.log_level == LogLevel::info);
     CHECK(v.spill_dir_given);
@@ -243,4 +246,15 @@ TEST_CASE("verdict_cache: with a keep allocator the verdict is read into its mem
     g_kept_used = sizeof g_kept;
     CHECK_FALSE(verdict_cache_lookup(t.cache.c_str(), engine(), text.data(), text.size(), &v, &storage,
                                      keep_in_area));
+}
+
+TEST_CASE("verdict_cache: a config that names no threshold is stored as such (derived at start-up)") {
+    Scratch t;
+    std::string text = "policy = \"memory\"\n";
+    ConfigVerdict v = verdict(kDefaultThreshold);
+    v.threshold_given = false;
+    verdict_cache_store(t.cache.c_str(), engine(), text.data(), text.size(), v);
+    ConfigVerdict got;
+    REQUIRE(lookup(t, engine(), text, &got));
+    CHECK_FALSE(got.threshold_given);
 }

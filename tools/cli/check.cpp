@@ -9,6 +9,7 @@
 // used as a config.
 #include "cli.h"
 #include "commands.h"
+#include "derived_threshold.h"
 #include "profile.h"
 #include "settings_source.h"
 #include "spill_dir_checks.h"
@@ -111,6 +112,13 @@ int check_command(const Args &args) {
     warn_about_profile(s);
 
     std::cout << describe_settings(s);
+    if (s.threshold_origin == ThresholdOrigin::not_given) { // what a job in this cgroup would get
+        uint64_t limit = read_memory_limit("");
+        char origin[160];
+        describe_threshold_origin(origin, sizeof origin, ThresholdOrigin::not_given, limit);
+        std::cout << "# threshold in this cgroup: " << format_size(threshold_for_limit(limit)) << " (" << origin
+                  << ")\n";
+    }
     std::cout << "\n# spillway check: valid";
     std::string env = active_env_overrides(overlay);
     if (!env.empty()) std::cout << "; environment overrides applied: " << env;

@@ -149,7 +149,9 @@ void mark_settings_judged(const Settings &settings, const std::string &config_te
     };
     uint64_t hash = settings_hash(lookup, &child_env, config_text.data(), config_text.size());
     char marker[80];
-    format_checked(marker, sizeof marker, settings.threshold, static_cast<int>(settings.log_level), hash);
+    // 0: no threshold given; the shim derives it in the job's own cgroup.
+    uint64_t threshold = settings.threshold_origin == ThresholdOrigin::not_given ? 0 : settings.threshold;
+    format_checked(marker, sizeof marker, threshold, static_cast<int>(settings.log_level), hash);
     child_env[kCheckedMarker] = marker;
 }
 

@@ -4,6 +4,7 @@
 #include "access/probe_rules.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <vector>
 
 using namespace spillway;
@@ -93,6 +94,28 @@ TEST_CASE("windows: shorter when nearly all were touched, longer when too few to
     r = read_probes(c);
     CHECK(r.verdict == Verdict::undecided);
     CHECK(r.change == WindowChange::longer);
+}
+
+TEST_CASE("window lengths: to where 40% would be touched at random, within bounds") {
+    ProbeCounts c;
+    c.probes = 128;
+    CHECK(window_scale(c, WindowChange::keep) == 1);
+    c.first = 128; // all: no rate to estimate
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(1.0 / 16));
+    c.first = 125; // 98%: 1 - e^(-r w) = 0.98, so 40% takes w * ln(0.6) / ln(0.02), 0.14 w
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(std::log(0.6) / std::log(3.0 / 128)));
+    c.first = 100; // 78%: 0.34 of the window
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(std::log(0.6) / std::log(1 - 100.0 / 128)));
+    c.first = 70; // 55%: at most half
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(0.5));
+    c.first = 0;
+    CHECK(window_scale(c, WindowChange::longer) == 2); // nothing touched: no rate, double
+    c.second = 10; // 8%: about 6.3 times longer
+    CHECK(window_scale(c, WindowChange::longer) == Approx(std::log(0.6) / std::log(1 - 10.0 / 128)));
+    c.second = 1; // at most 8 times
+    CHECK(window_scale(c, WindowChange::longer) == 8);
+    c.second = 30; // 23%: at least 1.5 times
+    CHECK(window_scale(c, WindowChange::longer) == Approx(std::log(0.6) / std::log(1 - 30.0 / 128)));
 }
 
 TEST_CASE("runs of touched probes") {

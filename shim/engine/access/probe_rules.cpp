@@ -2,6 +2,7 @@
 #include "access/probe_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace spillway {
 
@@ -45,6 +46,17 @@ long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, siz
         else p++;
     }
     return (long)m;
+}
+
+double window_scale(const ProbeCounts &c, WindowChange change) {
+    if (change == WindowChange::keep || !c.probes) return 1;
+    double f = (double)std::max(c.first, c.second) / c.probes;
+    if (change == WindowChange::shorter) {
+        if (f >= 1) return 1.0 / 16;
+        return std::clamp(std::log(1 - kWindowTarget) / std::log(1 - f), 1.0 / 16, 0.5);
+    }
+    if (f <= 0) return 2;
+    return std::clamp(std::log(1 - kWindowTarget) / std::log(1 - f), 1.5, 8.0);
 }
 
 uint32_t touched_runs(const uint64_t *bits, uint32_t k) {

@@ -125,6 +125,21 @@ constexpr double kStrongExpected = 2 * kMinExpected;
 // nothing, runs still do); one that saw nine tenths says nothing.
 ProbeReading read_probes(const ProbeCounts &c);
 
+// By how much to multiply the windows' length after a reading that asked
+// for a change: to where kWindowTarget of the probes would be touched if
+// access is random (a probe is touched in a window of length w with
+// probability 1 - e^(-rate*w), the rate estimated from the busier window),
+// shorter by 2 to 16 times, longer by 2 to 8 times (2 when nothing was
+// touched: no rate to estimate). Why 40%: a cycle whose windows each see
+// 40% expects 0.16 K = 20 repeats of 128 at random, above kStrongExpected,
+// so one cycle can decide; a third (the old target) expected 14, and a
+// second cycle had to agree. Why estimate rather than halve or double:
+// every cycle spent finding the length costs the program a rest's worth
+// of probe faults (measured: the scatter saw 123 of 128 probes in
+// an 8 ms window; halving took four cycles, 2 s of rests).
+constexpr double kWindowTarget = 0.4;
+double window_scale(const ProbeCounts &c, WindowChange change);
+
 // Runs of consecutive set bits among the first k bits of bits.
 uint32_t touched_runs(const uint64_t *bits, uint32_t k);
 

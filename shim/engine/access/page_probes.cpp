@@ -33,6 +33,17 @@ constexpr uint64_t kStillNs = 100'000'000;
 constexpr uint64_t kWindowClockMaxNs = 1'000'000'000; // a window with no CPU time closes after this
 
 std::atomic<uint64_t> g_touches{0}, g_cycles{0};
+// Bytes the live sets' probes may demote from 2 MiB to 4 KiB mappings
+// (unhuge_charge each; the sampler thread's alone), at most
+// kUnhugeMaxBytes: every demoted block is walked entry by entry at each of
+// presence's looks, where a huge mapping is one entry (measured,
+// tests/bench/detector_cost.c, 16 regions of 256 MiB read at random, load
+// 4-8: the sampler used 2.5-2.8% of a core with all 4 GiB demoted,
+// 1.0-1.3% with 1 GiB, 0.1-0.4% with none). 512 MiB: the pair
+// (two 512 MiB regions, 256 MiB of probed blocks each) fits.
+uint64_t g_unhuge_bytes = 0;
+constexpr uint64_t kUnhugeMaxBytes = uint64_t(512) << 20;
+uint64_t unhuge_charge(const ProbeSet &s) { return std::min<uint64_t>(s.pages, uint64_t(s.count) * 512) * 4096; }
 
 inline bool bit(const uint64_t *b, uint32_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
 inline void set_bit(uint64_t *b, uint32_t i) { b[i >> 6] |= 1ull << (i & 63); }
@@ -70,6 +81,39 @@ uint32_t runs_among(const ProbeSet &s, const uint64_t *bits) {
     return touched_runs(packed, k);
 }
 
+constexpr uint64_t kHugePages = 512;
+
+// The presence mask (ProbeSet::masked) from the placed probes.
+void build_mask(ProbeSet &s) {
+    s.n_masked = 0;
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (!bit(s.placed, i)) continue;
+        uint64_t block = s.page[i] / kHugePages * kHugePages;
+        s.masked[s.n_masked++] = bit(s.zapped, i) ? PageRun{block, std::min(kHugePages, s.pages - block)}
+                                                  : PageRun{s.page[i], 1};
+    }
+    std::sort(s.masked, s.masked + s.n_masked, [](const PageRun &a, const PageRun &b) { return a.first < b.first; });
+}
+
+// Unmasks the blocks of zapped probes the program mapped again (all their
+// pages but the probe's): from then on presence sees them as any page.
+void unmask_refaulted(ProbeSet &s, int pagemap_fd) {
+    bool changed = false;
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (!bit(s.zapped, i)) continue;
+        uint64_t block = s.page[i] / kHugePages * kHugePages, n = std::min(kHugePages, s.pages - block);
+        PageRun runs[3];
+        bool overflow = false;
+        long got = read_presence(pagemap_fd, s.start + block * kPage, n, runs, 3, &overflow);
+        uint64_t present = 0;
+        for (long r = 0; r < got; r++) present += runs[r].count;
+        if (got < 0 || overflow || present + 1 < n) continue;
+        clear_bit(s.zapped, i);
+        changed = true;
+    }
+    if (changed) build_mask(s);
+}
+
 // Places a probe in each stratum that has none, at a random page mapped
 // now and not under a huge mapping; a stratum not mapped yet waits for a
 // later cycle (the region may still be filling).
@@ -81,15 +125,15 @@ void place(ProbeSet &s, int pagemap_fd) {
         int mm = page_mapping(pagemap_fd, s.start + p * kPage);
         if (mm == (kPageMapped | kPageHuge) && !s.unhuge) s.wants_unhuge = true;
         if (mm != kPageMapped && !(s.unhuge && mm == (kPageMapped | kPageHuge))) continue;
-        if (mm & kPageHuge) s.settling = true; // its unmapping ends a 2 MiB mapping: probes_advance
+        if (mm & kPageHuge) { // its unmapping ends a 2 MiB mapping: probes_advance, build_mask
+            s.settling = true;
+            set_bit(s.zapped, i);
+        }
         s.page[i] = p;
         set_bit(s.placed, i);
         added = true;
     }
-    if (!added) return;
-    s.n_masked = 0;
-    for (uint32_t i = 0; i < s.count; i++)
-        if (bit(s.placed, i)) s.masked[s.n_masked++] = s.page[i];
+    if (added) build_mask(s);
 }
 
 // Under the large lock: whether the pages of s may be unmapped (page_probes.h).
@@ -154,7 +198,9 @@ ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t se
 }
 
 void probes_free(ProbeSet *s) {
-    if (s) mi_free(s); // trivially destructible
+    if (!s) return;
+    if (s->unhuge) g_unhuge_bytes -= unhuge_charge(*s);
+    mi_free(s); // trivially destructible
 }
 
 bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
@@ -173,7 +219,10 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
     s.n_queued = 0;
     s.busy = false;
     if (s.gone || (s.broken && !s.retiring)) return;
-    if (s.step == 0 && !s.retiring) place(s, pagemap_fd);
+    if (s.step == 0 && !s.retiring) {
+        unmask_refaulted(s, pagemap_fd);
+        place(s, pagemap_fd);
+    }
     std::fill(std::begin(s.touched), std::end(s.touched), 0);
     for (uint32_t i = 0; i < s.count; i++) {
         if (!bit(s.placed, i)) continue;
@@ -204,14 +253,18 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
 
 void probes_apply(ProbeSet *const *sets, size_t n) {
     bool any = false;
-    for (size_t i = 0; i < n; i++) any |= sets[i]->n_queued > 0 || (sets[i]->wants_unhuge && !sets[i]->unhuge);
+    for (size_t i = 0; i < n; i++)
+        any |= sets[i]->n_queued > 0 || (sets[i]->wants_unhuge && !sets[i]->unhuge &&
+                                         g_unhuge_bytes + unhuge_charge(*sets[i]) <= kUnhugeMaxBytes);
     if (!any) return;
     std::lock_guard<std::mutex> guard(large_lock());
     for (size_t i = 0; i < n; i++) {
         ProbeSet &s = *sets[i];
-        if (s.wants_unhuge && !s.unhuge && !s.retiring && still_ours(s)) {
+        if (s.wants_unhuge && !s.unhuge && !s.retiring && g_unhuge_bytes + unhuge_charge(s) <= kUnhugeMaxBytes &&
+            still_ours(s)) {
             s.wants_unhuge = false;
             s.unhuge = madvise((void *)s.start, s.pages * kPage, MADV_NOHUGEPAGE) == 0;
+            if (s.unhuge) g_unhuge_bytes += unhuge_charge(s);
         }
         if (!s.n_queued) continue;
         Region *r = arena::region_at((const void *)s.start);

@@ -108,9 +108,14 @@ struct ProbeSet {
     uint64_t touched[kMaxProbes / 64] = {};
     uint64_t first[kMaxProbes / 64] = {};
     uint64_t excluded[kMaxProbes / 64] = {};
-    // The placed probes' pages, ascending: what the presence detector is
-    // told is present (runs_with_probes).
-    uint64_t masked[kMaxProbes] = {};
+    // Probes placed under a huge mapping whose 2 MiB block has not been
+    // mapped again since their first unmapping ended it.
+    uint64_t zapped[kMaxProbes / 64] = {};
+    // What the presence detector is told is present (runs_with_probes),
+    // sorted by first page: each placed probe's page, or its whole block
+    // while zapped (the block's other pages come back at the program's
+    // first touch there, one fault per folio: no news of access either).
+    PageRun masked[kMaxProbes] = {};
     uint32_t n_masked = 0;
     uint32_t queued[kMaxProbes] = {}; // probes to unmap (or map back) in probes_apply
     uint32_t n_queued = 0;

@@ -81,12 +81,13 @@ uint64_t probe_stride(uint64_t pages);
 // that no regular stride of the program lines up with the probes.
 uint64_t probe_page(uint64_t pages, uint32_t i, uint64_t random);
 
-// Adds the probe pages (sorted page indexes of the region) that fall in
-// [lo, hi) to runs (sorted, disjoint, relative to lo) as present, merging,
-// into out[cap]; returns the count, or -1 when out is too small. The
-// presence detector reads the result: a probe's own unmapping and
-// re-mapping is never news to it.
-long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, size_t k, uint64_t lo,
+// Adds the parts of masks (page ranges of the region, sorted by first page,
+// possibly overlapping: each probe's page, or the 2 MiB block its first
+// unmapping unmapped, page_probes.h) that fall in [lo, hi) to runs (sorted,
+// disjoint, relative to lo) as present, merging, into out[cap]; returns
+// the count, or -1 when out is too small. The presence detector reads the
+// result: a probe's own unmapping and re-mapping is never news to it.
+long runs_with_probes(const PageRun *runs, size_t n, const PageRun *masks, size_t k, uint64_t lo,
                       uint64_t hi, PageRun *out, size_t cap);
 
 // What one probing cycle counted: of `probes` unmapped, `first` touched in

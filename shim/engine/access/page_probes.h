@@ -37,7 +37,12 @@
 // MADV_NOHUGEPAGE (probes_apply, under the large lock): the probe's first
 // unmapping then ends its block's 2 MiB mapping, and the block is mapped
 // again by 4 KiB entries (one fault maps the whole folio; measured). That
-// cycle counts blocks, not pages, and is discarded (settling). The price:
+// cycle counts blocks, not pages, and is discarded (settling); presence
+// is told the whole block is present until it is mapped again (its refault
+// is no news of access). At most 512 MiB of probed blocks are demoted at a
+// time (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted block
+// entry by entry at every look); a set over the cap probes only its
+// strata not mapped huge, as before. The price:
 // the probed blocks stay mapped by 4 KiB entries for the region's life,
 // the recycled mapping's too (the scatter took 0.40-0.48 s on such
 // a table against 0.27-0.29 s all huge and 0.60-0.70 s all 4 KiB).
@@ -68,8 +73,9 @@
 // Invariants: a set's probes are whole pages of its region, one per
 // stratum (so in address order, each alone in its 16-page block), none
 // under a huge mapping when placed unless the region is MADV_NOHUGEPAGE; every placed probe of a live set is
-// reported present to the presence detector (runs_with_probes), so its
-// unmapping is never news there; a probe's page is never unmapped but by
+// reported present to the presence detector (runs_with_probes), with its
+// whole 2 MiB block while a huge mapping its unmapping ended is not mapped
+// again, so its unmapping is never news there; a probe's page is never unmapped but by
 // probes_apply. A cycle runs once kMinProbes are placed; strata whose page
 // was not mapped get their probe at a later cycle's start.
 #pragma once
@@ -88,6 +94,10 @@ namespace spillway {
 // reads a second for 10 s, load 5-9): 30 ms of CPU against 0 ms with
 // profile.probe off (0.30% of a core; /proc's clock ticks are 10 ms); while
 // the regions fill, 130-160 ms against 60-80 ms (about 1% of a core more).
+// Re-measured with the 2 ms first windows and 100 ms minimum rest, main's
+// build beside it in pairs (load 4-8): 10-40 ms with huge-mapped regions
+// left unprobed as before, 20-40 ms for main; 80-140 ms with probed
+// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below).
 constexpr uint64_t kProbeTouchesPerS = 512;
 // The burst: this long's worth of kProbeTouchesPerS may be spent at once
 // (0.5% of one second of the program's time at most, once per idle second).

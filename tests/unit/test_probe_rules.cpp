@@ -4,6 +4,7 @@
 #include "access/probe_rules.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <vector>
 
 using namespace spillway;
@@ -23,7 +24,7 @@ TEST_CASE("probes: one per stratum of whole 16-page blocks, none for small regio
 
 TEST_CASE("probe pages are merged into presence as present, clipped to the span") {
     PageRun runs[] = {{0, 10}, {20, 5}};
-    uint64_t probes[] = {5, 10, 15, 40, 200};
+    PageRun probes[] = {{5, 1}, {10, 1}, {15, 1}, {40, 1}, {200, 1}};
     PageRun out[8];
     long n = runs_with_probes(runs, 2, probes, 5, 0, 100, out, 8);
     REQUIRE(n == 4); // probe 5 inside a run adds nothing; 200 is outside the span
@@ -41,6 +42,26 @@ TEST_CASE("probe pages are merged into presence as present, clipped to the span"
     n = runs_with_probes(none, 0, probes, 5, 100, 300, out, 8); // relative to lo = 100
     REQUIRE(n == 1);
     CHECK(out[0].first == 100);
+}
+
+TEST_CASE("a probe's unmapped 2 MiB block is merged whole, clipped to the span, over runs it overlaps") {
+    PageRun runs[] = {{0, 3}, {600, 10}, {2000, 4}};
+    PageRun masks[] = {{1, 1}, {512, 512}, {1100, 1}};
+    PageRun out[8];
+    long n = runs_with_probes(runs, 3, masks, 3, 0, 4096, out, 8);
+    REQUIRE(n == 4);
+    CHECK(out[0].first == 0);
+    CHECK(out[0].count == 3);
+    CHECK(out[1].first == 512); // the block swallows the run inside it
+    CHECK(out[1].count == 512);
+    CHECK(out[2].first == 1100);
+    CHECK(out[3].first == 2000);
+    // A span starting inside the block: its part from lo, relative to lo.
+    PageRun inside[] = {{100, 5}}; // page 900 of the region
+    n = runs_with_probes(inside, 1, masks, 3, 800, 1000, out, 8);
+    REQUIRE(n == 1);
+    CHECK(out[0].first == 0);
+    CHECK(out[0].count == 200);
 }
 
 TEST_CASE("random access: repeats as many as chance gives, spread out; strong with 16 expected") {
@@ -93,6 +114,28 @@ TEST_CASE("windows: shorter when nearly all were touched, longer when too few to
     r = read_probes(c);
     CHECK(r.verdict == Verdict::undecided);
     CHECK(r.change == WindowChange::longer);
+}
+
+TEST_CASE("window lengths: to where 40% would be touched at random, within bounds") {
+    ProbeCounts c;
+    c.probes = 128;
+    CHECK(window_scale(c, WindowChange::keep) == 1);
+    c.first = 128; // all: no rate to estimate
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(1.0 / 16));
+    c.first = 125; // 98%: 1 - e^(-r w) = 0.98, so 40% takes w * ln(0.6) / ln(0.02), 0.14 w
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(std::log(0.6) / std::log(3.0 / 128)));
+    c.first = 100; // 78%: 0.34 of the window
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(std::log(0.6) / std::log(1 - 100.0 / 128)));
+    c.first = 70; // 55%: at most half
+    CHECK(window_scale(c, WindowChange::shorter) == Approx(0.5));
+    c.first = 0;
+    CHECK(window_scale(c, WindowChange::longer) == 2); // nothing touched: no rate, double
+    c.second = 10; // 8%: about 6.3 times longer
+    CHECK(window_scale(c, WindowChange::longer) == Approx(std::log(0.6) / std::log(1 - 10.0 / 128)));
+    c.second = 1; // at most 8 times
+    CHECK(window_scale(c, WindowChange::longer) == 8);
+    c.second = 30; // 23%: at least 1.5 times
+    CHECK(window_scale(c, WindowChange::longer) == Approx(std::log(0.6) / std::log(1 - 30.0 / 128)));
 }
 
 TEST_CASE("runs of touched probes") {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <mimalloc.h>
 #include <mutex>
 #include <new>
@@ -21,16 +20,30 @@ namespace spillway {
 namespace {
 constexpr uint64_t kPage = 4096;
 constexpr size_t kWords = kMaxProbes / 64;
-constexpr uint64_t kFirstWindowNs = 8'000'000;
+constexpr uint64_t kFirstWindowNs = 2'000'000;
 constexpr uint64_t kMinWindowNs = 250'000; // the timer's slack is 50 us
 constexpr uint64_t kMaxWindowNs = 500'000'000;
-constexpr uint64_t kRestNs = 200'000'000;          // between cycles, at least
+constexpr uint64_t kRestNs = 100'000'000;          // between cycles, at least
 constexpr uint64_t kIdleRestNs = 400'000'000;      // after a cycle that saw nothing, doubling...
 constexpr uint64_t kIdleRestMaxNs = 4'000'000'000; // ...up to this
 constexpr uint64_t kBusyRetryNs = 10'000'000;
+// A region whose presence changed less than this before a cycle opened may
+// still be filling: the detector looks at every region at least every 100 ms.
+constexpr uint64_t kStillNs = 100'000'000;
 constexpr uint64_t kWindowClockMaxNs = 1'000'000'000; // a window with no CPU time closes after this
 
 std::atomic<uint64_t> g_touches{0}, g_cycles{0};
+// Bytes the live sets' probes may demote from 2 MiB to 4 KiB mappings
+// (unhuge_charge each; the sampler thread's alone), at most
+// kUnhugeMaxBytes: every demoted block is walked entry by entry at each of
+// presence's looks, where a huge mapping is one entry (measured,
+// tests/bench/detector_cost.c, 16 regions of 256 MiB read at random, load
+// 4-8: the sampler used 2.5-2.8% of a core with all 4 GiB demoted,
+// 1.0-1.3% with 1 GiB, 0.1-0.4% with none). 512 MiB: the pair
+// (two 512 MiB regions, 256 MiB of probed blocks each) fits.
+uint64_t g_unhuge_bytes = 0;
+constexpr uint64_t kUnhugeMaxBytes = uint64_t(512) << 20;
+uint64_t unhuge_charge(const ProbeSet &s) { return std::min<uint64_t>(s.pages, uint64_t(s.count) * 512) * 4096; }
 
 inline bool bit(const uint64_t *b, uint32_t i) { return (b[i >> 6] >> (i & 63)) & 1; }
 inline void set_bit(uint64_t *b, uint32_t i) { b[i >> 6] |= 1ull << (i & 63); }
@@ -68,16 +81,37 @@ uint32_t runs_among(const ProbeSet &s, const uint64_t *bits) {
     return touched_runs(packed, k);
 }
 
-// How much shorter the next windows are, when a window saw more than half
-// the probes: to where a third would be touched if access is random (a
-// probe is touched in a window of length w with probability 1 - e^(-rate*w)),
-// halving at least; every cycle spent finding the length costs the program
-// a rest's worth of probe faults (measured: the scatter saw 123 of
-// 128 probes in an 8 ms window; halving took four cycles, 2 s of rests).
-double shorter_by(const ProbeCounts &c) {
-    double f = (double)std::max(c.first, c.second) / c.probes;
-    if (f >= 1) return 1.0 / 16;
-    return std::clamp(std::log(1 - 1.0 / 3) / std::log(1 - f), 1.0 / 16, 0.5);
+constexpr uint64_t kHugePages = 512;
+
+// The presence mask (ProbeSet::masked) from the placed probes.
+void build_mask(ProbeSet &s) {
+    s.n_masked = 0;
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (!bit(s.placed, i)) continue;
+        uint64_t block = s.page[i] / kHugePages * kHugePages;
+        s.masked[s.n_masked++] = bit(s.zapped, i) ? PageRun{block, std::min(kHugePages, s.pages - block)}
+                                                  : PageRun{s.page[i], 1};
+    }
+    std::sort(s.masked, s.masked + s.n_masked, [](const PageRun &a, const PageRun &b) { return a.first < b.first; });
+}
+
+// Unmasks the blocks of zapped probes the program mapped again (all their
+// pages but the probe's): from then on presence sees them as any page.
+void unmask_refaulted(ProbeSet &s, int pagemap_fd) {
+    bool changed = false;
+    for (uint32_t i = 0; i < s.count; i++) {
+        if (!bit(s.zapped, i)) continue;
+        uint64_t block = s.page[i] / kHugePages * kHugePages, n = std::min(kHugePages, s.pages - block);
+        PageRun runs[3];
+        bool overflow = false;
+        long got = read_presence(pagemap_fd, s.start + block * kPage, n, runs, 3, &overflow);
+        uint64_t present = 0;
+        for (long r = 0; r < got; r++) present += runs[r].count;
+        if (got < 0 || overflow || present + 1 < n) continue;
+        clear_bit(s.zapped, i);
+        changed = true;
+    }
+    if (changed) build_mask(s);
 }
 
 // Places a probe in each stratum that has none, at a random page mapped
@@ -88,15 +122,18 @@ void place(ProbeSet &s, int pagemap_fd) {
     for (uint32_t i = 0; i < s.count; i++) {
         if (bit(s.placed, i)) continue;
         uint64_t p = probe_page(s.pages, i, next_random(s.random));
-        if (page_mapping(pagemap_fd, s.start + p * kPage) != kPageMapped) continue;
+        int mm = page_mapping(pagemap_fd, s.start + p * kPage);
+        if (mm == (kPageMapped | kPageHuge) && !s.unhuge) s.wants_unhuge = true;
+        if (mm != kPageMapped && !(s.unhuge && mm == (kPageMapped | kPageHuge))) continue;
+        if (mm & kPageHuge) { // its unmapping ends a 2 MiB mapping: probes_advance, build_mask
+            s.settling = true;
+            set_bit(s.zapped, i);
+        }
         s.page[i] = p;
         set_bit(s.placed, i);
         added = true;
     }
-    if (!added) return;
-    s.n_masked = 0;
-    for (uint32_t i = 0; i < s.count; i++)
-        if (bit(s.placed, i)) s.masked[s.n_masked++] = s.page[i];
+    if (added) build_mask(s);
 }
 
 // Under the large lock: whether the pages of s may be unmapped (page_probes.h).
@@ -105,6 +142,35 @@ bool still_ours(const ProbeSet &s) {
     return r && r->start == s.start && r->born_ns == s.born && !r->freed.load() &&
            r->backing == Backing::disk && !r->is_private && r->file && !r->file->foreign &&
            r->pins.load() == 0 && !r->moving.load() && r->map_len >= s.pages * kPage;
+}
+
+// Whether the window just closed saw nearly every usable probe (more than
+// nine tenths: read_probes can tell nothing from it).
+bool saturated(const ProbeSet &s) {
+    uint64_t use[kWords], hit[kWords];
+    usable(s, use);
+    for (size_t w = 0; w < kWords; w++) hit[w] = s.touched[w] & use[w];
+    return popcount(hit) * 10 > popcount(use) * 9;
+}
+
+// Ends a cycle that saw `touches` of the probes: the next starts after
+// kRestNs, or later once the touch budget is spent (kProbeTouchesPerS
+// shared by the `probing` regions being touched, kProbeBurstNs of it
+// allowed at once); after a cycle that saw nothing at all, after a rest
+// doubling from kIdleRestNs (an idle region costs the thread nothing).
+void rest(ProbeSet &s, uint64_t now, uint64_t touches, uint32_t probing) {
+    uint64_t cost_ns = touches * std::max<uint32_t>(probing, 1) * 1'000'000'000ull / kProbeTouchesPerS;
+    s.paid_to_ns = std::max(s.paid_to_ns, now > kProbeBurstNs ? now - kProbeBurstNs : 0) + cost_ns;
+    uint64_t next = std::max(now + kRestNs, s.paid_to_ns);
+    if (touches == 0 && !s.presence_moved && now >= s.news_ns + kIdleRestNs) { // idle: not filling either
+        next = std::max(next, now + s.idle_rest_ns);
+        s.idle_rest_ns = std::min(kIdleRestMaxNs, s.idle_rest_ns * 2);
+    } else {
+        s.idle_rest_ns = kIdleRestNs;
+    }
+    s.step = 0;
+    s.next_ns = next;
+    g_cycles.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Whether the page is in the page cache (mincore on a file mapping says so
@@ -127,11 +193,14 @@ ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t se
     s->window_ns = kFirstWindowNs;
     s->idle_rest_ns = kIdleRestNs;
     s->next_ns = now;
+    s->paid_to_ns = now > kProbeBurstNs ? now - kProbeBurstNs : 0; // the burst is available
     return s;
 }
 
 void probes_free(ProbeSet *s) {
-    if (s) mi_free(s); // trivially destructible
+    if (!s) return;
+    if (s->unhuge) g_unhuge_bytes -= unhuge_charge(*s);
+    mi_free(s); // trivially destructible
 }
 
 bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
@@ -150,7 +219,10 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
     s.n_queued = 0;
     s.busy = false;
     if (s.gone || (s.broken && !s.retiring)) return;
-    if (s.step == 0 && !s.retiring) place(s, pagemap_fd);
+    if (s.step == 0 && !s.retiring) {
+        unmask_refaulted(s, pagemap_fd);
+        place(s, pagemap_fd);
+    }
     std::fill(std::begin(s.touched), std::end(s.touched), 0);
     for (uint32_t i = 0; i < s.count; i++) {
         if (!bit(s.placed, i)) continue;
@@ -164,7 +236,7 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
         if (mapped && bit(s.armed, i)) set_bit(s.touched, i);
         if (mapped) clear_bit(s.armed, i);
         else if (s.step == 0 && !s.retiring) set_bit(s.armed, i); // unmapped (evicted): armed as well
-        if (m & kPageHuge) set_bit(s.excluded, i); // unmapping it would unmap 2 MiB
+        if ((m & kPageHuge) && !s.unhuge) set_bit(s.excluded, i); // unmapping it would unmap 2 MiB
         if (bit(s.excluded, i)) continue;
         // Retiring: map back what is unmapped and still cached (never a
         // disk read under the lock). Opening a window: unmap what is
@@ -175,15 +247,25 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
     }
     for (size_t w = 0; w < kWords; w++) s.touched[w] &= ~s.excluded[w];
     g_touches.fetch_add(popcount(s.touched), std::memory_order_relaxed);
+    // A first window that ends the cycle (probes_advance) opens no second.
+    if (s.step == 1 && !s.retiring && (s.presence_moved || s.settling || saturated(s))) s.n_queued = 0;
 }
 
 void probes_apply(ProbeSet *const *sets, size_t n) {
     bool any = false;
-    for (size_t i = 0; i < n; i++) any |= sets[i]->n_queued > 0;
+    for (size_t i = 0; i < n; i++)
+        any |= sets[i]->n_queued > 0 || (sets[i]->wants_unhuge && !sets[i]->unhuge &&
+                                         g_unhuge_bytes + unhuge_charge(*sets[i]) <= kUnhugeMaxBytes);
     if (!any) return;
     std::lock_guard<std::mutex> guard(large_lock());
     for (size_t i = 0; i < n; i++) {
         ProbeSet &s = *sets[i];
+        if (s.wants_unhuge && !s.unhuge && !s.retiring && g_unhuge_bytes + unhuge_charge(s) <= kUnhugeMaxBytes &&
+            still_ours(s)) {
+            s.wants_unhuge = false;
+            s.unhuge = madvise((void *)s.start, s.pages * kPage, MADV_NOHUGEPAGE) == 0;
+            if (s.unhuge) g_unhuge_bytes += unhuge_charge(s);
+        }
         if (!s.n_queued) continue;
         Region *r = arena::region_at((const void *)s.start);
         if (r && r->start == s.start && r->born_ns == s.born && r->pins.load() != 0) {
@@ -222,16 +304,58 @@ ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t 
     uint64_t use[kWords];
     usable(s, use);
     uint32_t k = popcount(use);
+    if (s.step == 0 && k < kMinProbes && s.unhuge && !s.placed_unhuge) { // huge strata can take probes now
+        s.placed_unhuge = true;
+        s.next_ns = now + kBusyRetryNs;
+        return out;
+    }
     if (s.step == 0 && k < kMinProbes) { // too few pages mapped to place probes: try again later
         s.next_ns = now + s.idle_rest_ns;
         s.idle_rest_ns = std::min(kIdleRestMaxNs, s.idle_rest_ns * 2);
         return out;
     }
+    if (s.step == 1) {
+        std::copy(std::begin(s.touched), std::end(s.touched), std::begin(s.first));
+        s.first_ns = now - s.opened_ns;
+        s.first_cpu_ns = cpu_ns - s.opened_cpu_ns;
+        for (size_t w = 0; w < kWords; w++) s.first[w] &= use[w];
+    }
+    if (s.step == 1 && s.presence_moved) { // the region changed under the window: no evidence
+        rest(s, now, popcount(s.first), probing);
+        return out;
+    }
+    if (s.step == 1 && s.settling) {
+        // The window that ended huge mappings counted 2 MiB blocks, not
+        // pages: the first touch anywhere in an unmapped large folio maps
+        // all of it again, the probe's page too (measured on ext4, 6.18).
+        // From now on every probe is a single page: the next cycle soon.
+        s.settling = false;
+        rest(s, now, popcount(s.first), probing);
+        s.next_ns = std::max(now + kBusyRetryNs, s.paid_to_ns);
+        return out;
+    }
+    if (s.step == 1 && saturated(s)) {
+        // Nearly every probe in the first window: the second could only
+        // say the same, at the cost of as many faults (probes_read did not
+        // unmap them again). Judged now.
+        ProbeCounts c;
+        c.probes = k;
+        c.first = popcount(s.first);
+        c.first_runs = runs_among(s, s.first);
+        out.judged = true;
+        out.counts = c;
+        out.first_ns = s.first_ns;
+        out.first_cpu_ns = s.first_cpu_ns;
+        out.reading = read_probes(c);
+        s.counts = c;
+        s.window_ns = std::max(kMinWindowNs, (uint64_t)((double)s.window_ns * window_scale(c, out.reading.change)));
+        rest(s, now, c.first, probing);
+        return out;
+    }
     if (s.step < 2) { // a window opens now
-        if (s.step == 1) {
-            std::copy(std::begin(s.touched), std::end(s.touched), std::begin(s.first));
-            s.first_ns = now - s.opened_ns;
-            s.first_cpu_ns = cpu_ns - s.opened_cpu_ns;
+        if (s.step == 0) {
+            s.presence_moved = false;
+            s.cycle_ns = now;
         }
         s.step++;
         s.opened_ns = now;
@@ -254,38 +378,32 @@ ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t 
     c.both = popcount(both);
     c.first_runs = runs_among(s, s.first);
     c.second_runs = runs_among(s, s.touched);
+    if (s.presence_moved) { // the region changed under the cycle: its counts say nothing
+        rest(s, now, c.first + c.second, probing);
+        return out;
+    }
     out.judged = true;
     out.counts = c;
     out.first_ns = s.first_ns;
     out.second_ns = now - s.opened_ns;
     out.first_cpu_ns = s.first_cpu_ns;
     out.second_cpu_ns = cpu_ns - s.opened_cpu_ns;
-    out.reading = read_probes(c);
     s.counts = c;
-    if (out.reading.change == WindowChange::shorter)
-        s.window_ns = std::max(kMinWindowNs, (uint64_t)((double)s.window_ns * shorter_by(c)));
-    if (out.reading.change == WindowChange::longer) s.window_ns = std::min(kMaxWindowNs, s.window_ns * 2);
+    out.reading = read_probes(c);
+    // Too few touches while presence changed shortly before: the region
+    // was being filled (probes behind the front see nothing), not touched
+    // too slowly for the window.
+    if (out.reading.change == WindowChange::longer && s.news_ns + kStillNs > s.cycle_ns)
+        out.reading.change = WindowChange::keep;
+    s.window_ns = std::clamp((uint64_t)((double)s.window_ns * window_scale(c, out.reading.change)), kMinWindowNs,
+                             kMaxWindowNs);
     Verdict v = out.reading.verdict;
     if (v != Verdict::undecided) {
         s.votes = v == s.vote ? (uint8_t)std::min(s.votes + 1, 2) : 1;
         s.vote = v;
         if (s.votes >= 2 || out.reading.strong) out.agreed = v;
     }
-    // Rest: long enough that the regions being touched cost the program at
-    // most kProbeTouchesPerS faults between them; longer while nothing is
-    // touched at all.
-    uint64_t cycle_touches = (uint64_t)c.first + c.second;
-    uint64_t rest = std::max<uint64_t>(kRestNs, cycle_touches * std::max<uint32_t>(probing, 1) *
-                                                    1'000'000'000ull / kProbeTouchesPerS);
-    if (cycle_touches == 0) {
-        rest = std::max(rest, s.idle_rest_ns);
-        s.idle_rest_ns = std::min(kIdleRestMaxNs, s.idle_rest_ns * 2);
-    } else {
-        s.idle_rest_ns = kIdleRestNs;
-    }
-    s.step = 0;
-    s.next_ns = now + rest;
-    g_cycles.fetch_add(1, std::memory_order_relaxed);
+    rest(s, now, c.first + c.second, probing);
     return out;
 }
 

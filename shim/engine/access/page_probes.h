@@ -12,10 +12,46 @@
 // sleep (measured: with 14 runnable threads on 2 cores, half the
 // clock-timed cycles saw 40-80 probes touched in one window and none in
 // the other). A window that sees no CPU time at all closes after 1 s.
-// Windows start at 8 ms, halve while a window sees more than half the
-// probes (down to 1 ms), double while too few are touched to judge (up
-// to 500 ms); the rest keeps the program's probe faults under
-// kProbeTouchesPerS in all.
+// Windows start at 2 ms, shorten while a window sees more than half the
+// probes (down to 0.25 ms), lengthen while too few are touched to judge
+// (up to 500 ms), each time to where 40% would be touched at random
+// (probe_rules.h: enough for one cycle's strong verdict); a first window
+// that saw nearly every probe ends the cycle at once (a second window could
+// only repeat it). The rest keeps the program's probe faults under
+// kProbeTouchesPerS on average, with a burst of kProbeBurstNs of them
+// allowed, so the first cycles on a region that starts being used are not
+// spaced by the faults of the ones that found the window length. Why
+// start short: a window too long costs the program a fault per probe and
+// a rest to pay for them, one too short costs almost nothing (measured:
+// the scatter saw 123 of 128 probes in an 8 ms window, and with
+// the 8 ms start, 200 ms rests and halving, a 0.3-0.7 s scatter after its
+// table's initialisation got no cycle that could judge).
+//
+// Huge mappings: a region filled under MADV_SEQUENTIAL is mapped by 2 MiB
+// page-table entries once the kernel reads ahead in 2 MiB folios (ext4,
+// Linux 6.18: all but its first ~40 MiB), and unmapping 4 KiB of one
+// unmaps all 2 MiB. Such strata used to get no probe, so a table filled
+// in order then scattered into was never probed and stayed "sequential"
+// (measured: 118 of 128 strata huge in about half the runs of the issue's
+// pair). When a stratum is mapped huge, the region is made
+// MADV_NOHUGEPAGE (probes_apply, under the large lock): the probe's first
+// unmapping then ends its block's 2 MiB mapping, and the block is mapped
+// again by 4 KiB entries (one fault maps the whole folio; measured). That
+// cycle counts blocks, not pages, and is discarded (settling); presence
+// is told the whole block is present until it is mapped again (its refault
+// is no news of access). At most 512 MiB of probed blocks are demoted at a
+// time (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted block
+// entry by entry at every look); a set over the cap probes only its
+// strata not mapped huge, as before. The price:
+// the probed blocks stay mapped by 4 KiB entries for the region's life,
+// the recycled mapping's too (the scatter took 0.40-0.48 s on such
+// a table against 0.27-0.29 s all huge and 0.60-0.70 s all 4 KiB).
+//
+// A cycle runs only while presence (access_detector.h) sees the region
+// still: while it fills, presence has the news, and probes behind the
+// front would see nothing; a zero there says nothing about the window or
+// about idleness. A cycle during which presence saw the region change
+// (presence_moved) is discarded, and the next starts after kRestNs.
 //
 // Safety: MADV_DONTNEED discards the bytes of a private or anonymous page.
 // So probes are unmapped only under the large lock, after re-finding the
@@ -36,9 +72,10 @@
 //
 // Invariants: a set's probes are whole pages of its region, one per
 // stratum (so in address order, each alone in its 16-page block), none
-// under a huge mapping when placed; every placed probe of a live set is
-// reported present to the presence detector (runs_with_probes), so its
-// unmapping is never news there; a probe's page is never unmapped but by
+// under a huge mapping when placed unless the region is MADV_NOHUGEPAGE; every placed probe of a live set is
+// reported present to the presence detector (runs_with_probes), with its
+// whole 2 MiB block while a huge mapping its unmapping ended is not mapped
+// again, so its unmapping is never news there; a probe's page is never unmapped but by
 // probes_apply. A cycle runs once kMinProbes are placed; strata whose page
 // was not mapped get their probe at a later cycle's start.
 #pragma once
@@ -57,7 +94,14 @@ namespace spillway {
 // reads a second for 10 s, load 5-9): 30 ms of CPU against 0 ms with
 // profile.probe off (0.30% of a core; /proc's clock ticks are 10 ms); while
 // the regions fill, 130-160 ms against 60-80 ms (about 1% of a core more).
+// Re-measured with the 2 ms first windows and 100 ms minimum rest, main's
+// build beside it in pairs (load 4-8): 10-40 ms with huge-mapped regions
+// left unprobed as before, 20-40 ms for main; 80-140 ms with probed
+// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below).
 constexpr uint64_t kProbeTouchesPerS = 512;
+// The burst: this long's worth of kProbeTouchesPerS may be spent at once
+// (0.5% of one second of the program's time at most, once per idle second).
+constexpr uint64_t kProbeBurstNs = 1'000'000'000;
 
 struct ProbeSet {
     uintptr_t start = 0; // the region: start, birth, length in pages
@@ -74,9 +118,14 @@ struct ProbeSet {
     uint64_t touched[kMaxProbes / 64] = {};
     uint64_t first[kMaxProbes / 64] = {};
     uint64_t excluded[kMaxProbes / 64] = {};
-    // The placed probes' pages, ascending: what the presence detector is
-    // told is present (runs_with_probes).
-    uint64_t masked[kMaxProbes] = {};
+    // Probes placed under a huge mapping whose 2 MiB block has not been
+    // mapped again since their first unmapping ended it.
+    uint64_t zapped[kMaxProbes / 64] = {};
+    // What the presence detector is told is present (runs_with_probes),
+    // sorted by first page: each placed probe's page, or its whole block
+    // while zapped (the block's other pages come back at the program's
+    // first touch there, one fault per folio: no news of access either).
+    PageRun masked[kMaxProbes] = {};
     uint32_t n_masked = 0;
     uint32_t queued[kMaxProbes] = {}; // probes to unmap (or map back) in probes_apply
     uint32_t n_queued = 0;
@@ -85,9 +134,17 @@ struct ProbeSet {
     bool busy = false;     // the region was being resized: the step is tried again
     bool gone = false;     // the region is not the one probed any more
     bool broken = false;   // the kernel refused to unmap: probed no more
+    bool wants_unhuge = false; // a stratum's page is mapped huge: the region should be MADV_NOHUGEPAGE
+    bool unhuge = false;       // it is: a probe's unmapping then ends its 2 MiB mapping for good
+    bool placed_unhuge = false; // probes were placed once since (a retry at once, not after a rest)
+    bool settling = false;      // this cycle unmaps huge mappings: its first window counts blocks
     uint64_t window_ns = 0;           // of the program's CPU time
     uint64_t opened_ns = 0, opened_cpu_ns = 0; // when the open window opened (clock, program's CPU)
     uint64_t first_ns = 0, first_cpu_ns = 0, next_ns = 0, idle_rest_ns = 0;
+    uint64_t paid_to_ns = 0;   // the touch budget (kProbeTouchesPerS) is spent up to this time
+    bool presence_moved = false; // presence saw the region change while this cycle was open
+    uint64_t news_ns = 0;  // when presence last saw pages of the region newly mapped
+    uint64_t cycle_ns = 0; // when the current (or last) cycle opened
     ProbeCounts counts;    // of the last cycle
     Verdict vote = Verdict::undecided;
     uint8_t votes = 0;
@@ -125,7 +182,8 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now);
 void probes_apply(ProbeSet *const *sets, size_t n);
 // Ends the step: opens the next window, or judges the cycle and rests.
 // probing: how many regions' probes are being touched (they share
-// kProbeTouchesPerS).
+// kProbeTouchesPerS). A first window that saw nearly all the probes ends
+// the cycle (judged, undecided, shorter windows).
 ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t probing);
 // Starts mapping the probes back: probes_read then probes_apply do it;
 // then the set can be freed.

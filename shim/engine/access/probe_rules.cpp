@@ -2,6 +2,7 @@
 #include "access/probe_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace spillway {
 
@@ -22,10 +23,10 @@ uint64_t probe_page(uint64_t pages, uint32_t i, uint64_t random) {
     return stride ? (uint64_t)i * stride + random % stride : 0;
 }
 
-long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, size_t k, uint64_t lo,
+long runs_with_probes(const PageRun *runs, size_t n, const PageRun *masks, size_t k, uint64_t lo,
                       uint64_t hi, PageRun *out, size_t cap) {
     size_t m = 0, r = 0, p = 0;
-    while (p < k && probes[p] < lo) p++;
+    while (p < k && masks[p].first + masks[p].count <= lo) p++;
     auto add = [&](uint64_t first, uint64_t count) {
         if (m && out[m - 1].first + out[m - 1].count >= first) { // touching or overlapping: merge
             uint64_t end = first + count;
@@ -36,15 +37,34 @@ long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, siz
         out[m++] = {first, count};
         return true;
     };
-    // Both lists are sorted: merge them by first page.
-    while (r < n || (p < k && probes[p] < hi)) {
-        bool take_run = r < n && (p == k || probes[p] >= hi || runs[r].first <= probes[p] - lo);
-        bool ok = take_run ? add(runs[r].first, runs[r].count) : add(probes[p] - lo, 1);
+    // Both lists are sorted: merge them by first page (masks clipped to the span).
+    while (r < n || (p < k && masks[p].first < hi)) {
+        bool mask_left = p < k && masks[p].first < hi;
+        uint64_t mask_first = mask_left ? std::max(masks[p].first, lo) - lo : 0;
+        bool take_run = r < n && (!mask_left || runs[r].first <= mask_first);
+        bool ok;
+        if (take_run) {
+            ok = add(runs[r].first, runs[r].count);
+            r++;
+        } else {
+            uint64_t end = std::min(masks[p].first + masks[p].count, hi) - lo;
+            ok = end <= mask_first || add(mask_first, end - mask_first);
+            p++;
+        }
         if (!ok) return -1;
-        if (take_run) r++;
-        else p++;
     }
     return (long)m;
+}
+
+double window_scale(const ProbeCounts &c, WindowChange change) {
+    if (change == WindowChange::keep || !c.probes) return 1;
+    double f = (double)std::max(c.first, c.second) / c.probes;
+    if (change == WindowChange::shorter) {
+        if (f >= 1) return 1.0 / 16;
+        return std::clamp(std::log(1 - kWindowTarget) / std::log(1 - f), 1.0 / 16, 0.5);
+    }
+    if (f <= 0) return 2;
+    return std::clamp(std::log(1 - kWindowTarget) / std::log(1 - f), 1.5, 8.0);
 }
 
 uint32_t touched_runs(const uint64_t *bits, uint32_t k) {

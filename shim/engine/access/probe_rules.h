@@ -81,12 +81,13 @@ uint64_t probe_stride(uint64_t pages);
 // that no regular stride of the program lines up with the probes.
 uint64_t probe_page(uint64_t pages, uint32_t i, uint64_t random);
 
-// Adds the probe pages (sorted page indexes of the region) that fall in
-// [lo, hi) to runs (sorted, disjoint, relative to lo) as present, merging,
-// into out[cap]; returns the count, or -1 when out is too small. The
-// presence detector reads the result: a probe's own unmapping and
-// re-mapping is never news to it.
-long runs_with_probes(const PageRun *runs, size_t n, const uint64_t *probes, size_t k, uint64_t lo,
+// Adds the parts of masks (page ranges of the region, sorted by first page,
+// possibly overlapping: each probe's page, or the 2 MiB block its first
+// unmapping unmapped, page_probes.h) that fall in [lo, hi) to runs (sorted,
+// disjoint, relative to lo) as present, merging, into out[cap]; returns
+// the count, or -1 when out is too small. The presence detector reads the
+// result: a probe's own unmapping and re-mapping is never news to it.
+long runs_with_probes(const PageRun *runs, size_t n, const PageRun *masks, size_t k, uint64_t lo,
                       uint64_t hi, PageRun *out, size_t cap);
 
 // What one probing cycle counted: of `probes` unmapped, `first` touched in
@@ -124,6 +125,21 @@ constexpr double kStrongExpected = 2 * kMinExpected;
 // only be random (a pass in order may have wrapped round: repeats prove
 // nothing, runs still do); one that saw nine tenths says nothing.
 ProbeReading read_probes(const ProbeCounts &c);
+
+// By how much to multiply the windows' length after a reading that asked
+// for a change: to where kWindowTarget of the probes would be touched if
+// access is random (a probe is touched in a window of length w with
+// probability 1 - e^(-rate*w), the rate estimated from the busier window),
+// shorter by 2 to 16 times, longer by 2 to 8 times (2 when nothing was
+// touched: no rate to estimate). Why 40%: a cycle whose windows each see
+// 40% expects 0.16 K = 20 repeats of 128 at random, above kStrongExpected,
+// so one cycle can decide; a third (the old target) expected 14, and a
+// second cycle had to agree. Why estimate rather than halve or double:
+// every cycle spent finding the length costs the program a rest's worth
+// of probe faults (measured: the scatter saw 123 of 128 probes in
+// an 8 ms window; halving took four cycles, 2 s of rests).
+constexpr double kWindowTarget = 0.4;
+double window_scale(const ProbeCounts &c, WindowChange change);
 
 // Runs of consecutive set bits among the first k bits of bits.
 uint32_t touched_runs(const uint64_t *bits, uint32_t k);

@@ -111,6 +111,7 @@ struct Track {
     bool reused = false;      // from the recycle cache: its first look is no evidence (region.h)
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
+    uint64_t last_news_ns = 0;  // the last look that saw pages of the region newly present
 };
 
 Track *g_tracks = nullptr, *g_next_tracks = nullptr;
@@ -518,6 +519,11 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     if (e.new_pages) { // back to page indexes of the region
         e.longest_start += span.lo;
         e.longest_end += span.lo;
+        t.last_news_ns = now;
+        if (t.probes) { // page_probes.h: the open cycle says nothing
+            t.probes->presence_moved = true;
+            t.probes->news_ns = now;
+        }
     }
     uint64_t filled_before = t.filled_to;
     if (n > 0) t.filled_to = std::max(t.filled_to, span.lo + runs[n - 1].first + runs[n - 1].count);
@@ -710,7 +716,14 @@ uint64_t probe_tick(uint64_t now) {
         if (t.probes && !wants && !t.probes->retiring) probes_retire(*t.probes);
         if (!t.probes && wants && probing < kMaxProbing && t.present_pages * 2 >= t.pages) {
             t.probes = probes_new(t.start, t.born, t.pages, t.start ^ now, now);
+            if (t.probes) t.probes->news_ns = t.last_news_ns;
             probing += t.probes != nullptr;
+        }
+        // A cycle opens only while presence sees the region still (page_probes.h).
+        if (t.probes && t.probes->step == 0 && !t.probes->retiring && t.last_news_ns &&
+            t.last_news_ns == t.last_look_ns) {
+            t.probes->next_ns = std::max(t.probes->next_ns, now + kStreamPeriodNs);
+            continue;
         }
         if (t.probes && probes_due(*t.probes, now, cpu)) {
             g_due_sets[n] = t.probes;

@@ -1,0 +1,126 @@
+// test_page_probes.cpp — one region's probing cycle (page_probes.h):
+// probes_advance's windows, discards and rests, on a set whose probes are
+// marked placed and touched by hand (probes_read and probes_apply need a
+// live region; the control test learning drives them for real).
+#include "access/page_probes.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <vector>
+
+using namespace spillway;
+
+namespace {
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kT0 = 100'000 * kMs; // a monotonic clock well past boot
+
+ProbeSet *placed_set() {
+    ProbeSet *s = probes_new(0x10000000, 1, 131072, 7, kT0); // 512 MiB: 128 probes
+    REQUIRE(s);
+    for (uint32_t i = 0; i < s->count; i++) s->placed[i / 64] |= 1ull << (i % 64);
+    return s;
+}
+
+void touch(ProbeSet &s, uint32_t from, uint32_t n, uint32_t step = 1) {
+    for (auto &w : s.touched) w = 0;
+    for (uint32_t i = from, k = 0; k < n; i += step, k++) s.touched[(i % 128) / 64] |= 1ull << ((i % 128) % 64);
+}
+} // namespace
+
+TEST_CASE("probes: a first window that saw nearly every probe ends the cycle with shorter windows") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0, cpu = 0;
+    CHECK_FALSE(probes_advance(*s, now, cpu, 1).judged); // window 1 opens
+    CHECK(s->step == 1);
+    uint64_t window = s->window_ns;
+    touch(*s, 0, 125);
+    ProbeResult r = probes_advance(*s, now + window, cpu + window, 1);
+    CHECK(r.judged);
+    CHECK(r.counts.first == 125);
+    CHECK(r.counts.second == 0);
+    CHECK(r.reading.verdict == Verdict::undecided);
+    CHECK(s->step == 0); // no second window
+    CHECK(s->window_ns < window / 4); // 0.14 of it: 40% of 128 at the rate 125 in a window gives
+    probes_free(s);
+}
+
+TEST_CASE("probes: a cycle during which presence saw the region change is discarded") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0;
+    probes_advance(*s, now, 0, 1);
+    probes_advance(*s, now + 2 * kMs, 2 * kMs, 1); // window 2 opens
+    REQUIRE(s->step == 2);
+    uint64_t window = s->window_ns;
+    s->presence_moved = true; // the sampler's look saw new pages
+    s->news_ns = now + 3 * kMs;
+    touch(*s, 0, 0);
+    ProbeResult r = probes_advance(*s, now + 4 * kMs, 4 * kMs, 1);
+    CHECK_FALSE(r.judged);
+    CHECK(r.agreed == Verdict::undecided);
+    CHECK(s->window_ns == window);                     // no longer windows
+    CHECK(s->next_ns - (now + 4 * kMs) == 100 * kMs); // kRestNs, not the idle rest
+    probes_free(s);
+}
+
+TEST_CASE("probes: nothing touched just after the region filled is no reason for longer windows or an idle rest") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0;
+    s->news_ns = now - 50 * kMs; // presence saw the fill 50 ms before the cycle
+    probes_advance(*s, now, 0, 1);
+    touch(*s, 0, 0);
+    probes_advance(*s, now + 2 * kMs, 2 * kMs, 1);
+    uint64_t window = s->window_ns;
+    ProbeResult r = probes_advance(*s, now + 4 * kMs, 4 * kMs, 1);
+    CHECK(r.judged);
+    CHECK(s->window_ns == window);
+    CHECK(s->next_ns - (now + 4 * kMs) == 100 * kMs);
+    // Long after any news, the same zero is idleness: longer windows, a longer rest.
+    now += 10'000 * kMs;
+    probes_advance(*s, now, 10 * kMs, 1);
+    probes_advance(*s, now + window, 10 * kMs + window, 1);
+    r = probes_advance(*s, now + 2 * window, 10 * kMs + 2 * window, 1);
+    CHECK(r.reading.change == WindowChange::longer);
+    CHECK(s->window_ns == 2 * window);
+    CHECK(s->next_ns - (now + 2 * window) >= 400 * kMs);
+    probes_free(s);
+}
+
+TEST_CASE("probes: the touch budget allows a burst of cycles, then spaces them") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0, cpu = 0;
+    std::vector<uint64_t> rests;
+    for (int cycle = 0; cycle < 20; cycle++) {
+        now = std::max(now, s->next_ns);
+        probes_advance(*s, now, cpu, 1);
+        touch(*s, 0, 50, 2); // 50 of 128, every other probe
+        now += 2 * kMs, cpu += 2 * kMs;
+        probes_advance(*s, now, cpu, 1);
+        touch(*s, 1, 50, 2); // another 50, none in both: no verdict that ends the test
+        now += 2 * kMs, cpu += 2 * kMs;
+        probes_advance(*s, now, cpu, 1);
+        rests.push_back(s->next_ns - now);
+    }
+    // 100 touches a cycle (195 ms of the budget) against 512 a second, with
+    // a second's worth to spend at once: the first nine or so rest the minimum
+    // (each 104 ms long spends 91 ms of the burst), later ones pay 195 ms each.
+    CHECK(rests[0] == 100 * kMs);
+    CHECK(rests[8] == 100 * kMs);
+    CHECK(rests[19] > 150 * kMs);
+    CHECK(rests[19] < 200 * kMs);
+    probes_free(s);
+}
+
+TEST_CASE("probes: the cycle that ends huge mappings is discarded, the next one soon") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0;
+    s->unhuge = true;
+    s->settling = true; // probes_read placed a probe under a 2 MiB mapping
+    probes_advance(*s, now, 0, 1);
+    touch(*s, 0, 60);
+    ProbeResult r = probes_advance(*s, now + 2 * kMs, 2 * kMs, 1);
+    CHECK_FALSE(r.judged);
+    CHECK(s->step == 0);
+    CHECK_FALSE(s->settling);
+    CHECK(s->next_ns - (now + 2 * kMs) == 10 * kMs);
+    probes_free(s);
+}

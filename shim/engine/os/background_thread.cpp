@@ -15,40 +15,53 @@ namespace spillway {
 namespace {
 // The CPU clocks of the threads started here, with the pid that started
 // them (a fork child's copies name its parent's threads). A slot is
-// claimed with an atomic increment; the clock is published after it.
+// claimed before its thread starts (pid -1 while being claimed); the
+// thread runs through run_counted, which records its final time.
 constexpr int kMaxThreads = 16;
 struct ThreadClock {
     std::atomic<clockid_t> clock{0};
+    std::atomic<bool> readable{false}; // clock is the thread's (else only its final time counts)
     std::atomic<pid_t> pid{0};
-    // Its time at the last read: once the thread has ended (its clock then
-    // fails with EINVAL) the process still holds that time, so it stays
-    // counted as ours (what it spent after that read is taken for the
-    // program's: at most one read's interval).
+    // Its time at the last read, and at its end: once the thread has ended
+    // its clock fails with EINVAL, but the process still holds the time it
+    // spent, so it stays counted as ours. The thread stores its own final
+    // time as it returns: read only by others, a thread that spun on after
+    // the last read gave its last slice to the program's count (on a loaded
+    // machine, tens of ms).
     std::atomic<uint64_t> last_ns{0};
+    void *(*main)(void *) = nullptr;
 };
 ThreadClock g_clocks[kMaxThreads];
 std::atomic<int> g_clock_count{0};
 
-void remember_clock(pthread_t tid) {
-    clockid_t c;
-    if (pthread_getcpuclockid(tid, &c) != 0) return;
+uint64_t own_cpu_ns() {
+    timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// A slot for a thread about to start, or -1 when all are taken (the thread
+// then runs uncounted: its time is the program's).
+int claim_slot() {
     pid_t me = getpid();
-    // A slot of an earlier process (before a fork) is reused first; -1
-    // marks one being claimed.
+    // A slot of an earlier process (before a fork) is reused first.
     for (int i = 0; i < g_clock_count.load() && i < kMaxThreads; i++) {
         pid_t old = g_clocks[i].pid.load();
-        if (old != me && old != -1 && g_clocks[i].pid.compare_exchange_strong(old, -1)) {
-            g_clocks[i].clock.store(c);
-            g_clocks[i].last_ns.store(0);
-            g_clocks[i].pid.store(me);
-            return;
-        }
+        if (old != me && old != -1 && g_clocks[i].pid.compare_exchange_strong(old, -1)) return i;
     }
     int i = g_clock_count.fetch_add(1);
-    if (i >= kMaxThreads) return;
-    g_clocks[i].clock.store(c);
-    g_clocks[i].last_ns.store(0);
-    g_clocks[i].pid.store(me);
+    if (i >= kMaxThreads) return -1;
+    g_clocks[i].pid.store(-1);
+    return i;
+}
+
+void *run_counted(void *slot) {
+    ThreadClock &c = g_clocks[(intptr_t)slot];
+    void *result = c.main(nullptr);
+    uint64_t end = own_cpu_ns(), last = c.last_ns.load();
+    while (end > last && !c.last_ns.compare_exchange_weak(last, end)) {
+    }
+    return result;
 }
 } // namespace
 
@@ -65,8 +78,13 @@ uint64_t program_cpu_ns() {
     for (int i = 0; i < n && i < kMaxThreads; i++) {
         if (g_clocks[i].pid.load() != me) continue;
         timespec ts;
-        if (clock_gettime(g_clocks[i].clock.load(), &ts) == 0) // a thread that ended: EINVAL
-            g_clocks[i].last_ns.store((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+        // A thread that ended: EINVAL (its final time is in last_ns). Never
+        // lower last_ns: the thread may have stored its final time since.
+        if (g_clocks[i].readable.load() && clock_gettime(g_clocks[i].clock.load(), &ts) == 0) {
+            uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, seen = g_clocks[i].last_ns.load();
+            while (now > seen && !g_clocks[i].last_ns.compare_exchange_weak(seen, now)) {
+            }
+        }
         ours += g_clocks[i].last_ns.load();
     }
     uint64_t total = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -86,11 +104,25 @@ bool start_background_thread(void *(*main)(void *), const char *name, size_t sta
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, stack_bytes);
     pthread_t tid;
-    bool ok = pthread_create(&tid, &attr, main, nullptr) == 0;
+    int slot = claim_slot();
+    if (slot >= 0) {
+        g_clocks[slot].main = main;
+        g_clocks[slot].readable.store(false);
+        g_clocks[slot].last_ns.store(0);
+    }
+    bool ok = slot >= 0 ? pthread_create(&tid, &attr, run_counted, (void *)(intptr_t)slot) == 0
+                        : pthread_create(&tid, &attr, main, nullptr) == 0;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (ok) pthread_setname_np(tid, name);
-    if (ok) remember_clock(tid);
+    if (slot >= 0) {
+        clockid_t c;
+        if (ok && pthread_getcpuclockid(tid, &c) == 0) {
+            g_clocks[slot].clock.store(c);
+            g_clocks[slot].readable.store(true);
+        }
+        g_clocks[slot].pid.store(ok ? getpid() : 0);
+    }
     return ok;
 }
 

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -131,4 +132,32 @@ TEST_CASE("no limit: the issue's pair, every page present before the scatter, is
     CHECK(learned(l.profile, "alloc_pair_table") == "random");
     CHECK(learned(l.profile, "alloc_pair_dataset") == "sequential");
     placed_from_profile(l, args, 1536, "table_backing");
+}
+
+TEST_CASE("no limit: a profile's wrong \"sequential\" for the scatter site is corrected by a run that sees the scatter") {
+    Learning l("learn-relearn");
+    std::vector<std::string> args = {"learn-pair", "512", "512", "20"};
+    int status = -1;
+    std::string out = l.run(args, &status);
+    REQUIRE(status == 0);
+    REQUIRE(learned(l.profile, "alloc_pair_table") == "random");
+    // What an earlier run that saw only the table's fill in order would
+    // have saved: the site's entry says sequential.
+    std::string text = slurp(l.profile);
+    size_t site = text.find("alloc_pair_table");
+    REQUIRE(site != std::string::npos);
+    size_t access = text.rfind("access = \"random\"", site);
+    REQUIRE(access != std::string::npos);
+    text.replace(access, strlen("access = \"random\""), "access = \"sequential\"");
+    std::ofstream(l.profile, std::ios::trunc) << text;
+    REQUIRE(learned(l.profile, "alloc_pair_table") == "sequential");
+    out = l.run(args, &status);
+    INFO("second run, no limit, exit status " << status << "\n" << out);
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    CHECK(k["table_backing"] == "1"); // placed on disk, as the profile said
+    CHECK(k["intact"] == "1");
+    INFO(slurp(l.profile));
+    CHECK(learned(l.profile, "alloc_pair_table") == "random");
+    CHECK(learned(l.profile, "alloc_pair_dataset") == "sequential");
 }

@@ -296,25 +296,30 @@ void publish_all() {
     g_publication_count = 0;
 }
 
-// Whether what the detector sees may teach this site (the user's rule and
-// an earlier run's profile are never overridden).
-bool teachable(const CallSite *site) {
+// Whether verdict v may teach this site. The user's rule is never
+// overridden. An earlier run's profile is, by random evidence over its
+// "sequential" alone: that run may have seen only a fill in order before a
+// scatter (a table zeroed, then written at random), and a wrong
+// "sequential" kept the site on disk in every later run.
+bool teachable(const CallSite *site, Verdict v) {
     if (!site || !g_learn) return false;
     if (site->rule && site->rule->access != Access::unknown) return false; // the user said
-    return !site->from_profile;
+    if (!site->from_profile.load()) return true;
+    return v == Verdict::random && site->access.load() == (int)Access::sequential;
 }
 
 // Teaches the site v, with the evidence evidence_fmt(buffer) writes: random
 // overrides sequential, nothing overrides random.
 template <typename Evidence>
 void teach_site(CallSite *site, Verdict v, uint64_t age_ns, Evidence evidence) {
-    if (!teachable(site)) return;
+    if (!teachable(site, v)) return;
     int expected = (int)Access::unknown;
     if (v == Verdict::random) {
         if (!site->access.compare_exchange_strong(expected, (int)Access::random)) {
             if (expected != (int)Access::sequential) return;
             site->access.store((int)Access::random); // random overrides sequential
         }
+        site->from_profile.store(false); // this run's verdict now: saved at exit
         evidence(site->evidence, sizeof site->evidence);
         site->classified_after_ns.store(age_ns);
         SPW_LOG(info, "site %s classified random-access (%s); later allocations from it prefer memory",
@@ -689,7 +694,7 @@ uint64_t tick(uint64_t now) {
 // Whether learning probes t's region (page_probes.h): its site can still
 // be taught something (not random yet), and its pages may be unmapped.
 bool wants_probes(const Track &t) {
-    if (!g_probe || !t.shared_file || !teachable(t.site)) return false;
+    if (!g_probe || !t.shared_file || !teachable(t.site, Verdict::random)) return false;
     if (t.site->access.load(std::memory_order_relaxed) == (int)Access::random) return false;
     return probe_count(t.pages) > 0;
 }

@@ -212,7 +212,7 @@ CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth, con
     Access learned = profile_lookup(identity);
     if (learned != Access::unknown) {
         site->access.store((int)learned);
-        site->from_profile = true;
+        site->from_profile.store(true);
         snprintf(site->evidence, sizeof site->evidence, "from profile %s",
                  g_settings->profile_file.c_str());
     }

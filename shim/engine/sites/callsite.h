@@ -38,7 +38,10 @@ struct CallSite {
     char *py_names = nullptr;
     const Rule *rule = nullptr; // first matching rule, resolved once
     std::atomic<int> access{(int)Access::unknown}; // learned or from a rule/profile
-    bool from_profile = false;
+    // Its access came from an earlier run's profile: only a random verdict
+    // of this run may change it (sampler.cpp, teachable), and then it is
+    // this run's to save.
+    std::atomic<bool> from_profile{false};
     std::atomic<uint64_t> allocs{0}, bytes{0}, fallbacks{0};
     std::atomic<uint64_t> by_backing[4] = {};
     char evidence[160] = {0};

@@ -18,7 +18,7 @@ void profile_save(const Settings &s) {
     std::vector<ProfileEntry> learned;
     for (CallSite *site = callsite_list(); site; site = site->all_next) {
         Access a = (Access)site->access.load();
-        if (a == Access::unknown || site->from_profile) continue;
+        if (a == Access::unknown || site->from_profile.load()) continue;
         ProfileEntry e;
         e.identity = site->identity;
         e.access = a;

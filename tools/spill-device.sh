@@ -38,6 +38,10 @@ loop=$(losetup --find --show --direct-io=on "$work/spill.img")
 mkfs.ext4 -q -F -m 0 -E nodiscard,lazy_itable_init=1 "$loop"
 mkdir "$work/mnt"
 mount "$loop" "$work/mnt"
+# As /var/tmp is: other users' tests (nobody's, in hardening/security and
+# faults) must reach it, and a sticky 1777 root is what they are written for.
+chmod 755 "$work"
+chmod 1777 "$work/mnt"
 chmod 1777 "$work/mnt"
 echo "$ra_kb" >"/sys/block/$(basename "$loop")/queue/read_ahead_kb"
 echo "spill-device.sh: SPILLWAY_TEST_TMP=$work/mnt: ext4 on $loop (direct I/O to $work/spill.img," \

@@ -1,4 +1,5 @@
 // units_main.cpp — Catch2's main for the cli unit tests (one test file per
 // tools/cli file they cover).
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "catch_session.h"
+
+int main(int argc, char **argv) { return run_catch_session(argc, argv); }

@@ -8,7 +8,7 @@
 //
 // The program is also its own jobs (argv[1]): "full-job" fills the
 // filesystem, "reaper-job" frees regions under strace (see their comments).
-#define CATCH_CONFIG_RUNNER
+#include "catch_session.h"
 #include <catch2/catch.hpp>
 
 #include "memcg.h"
@@ -359,5 +359,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "SKIP: %s\n", why.c_str());
         return 77;
     }
-    return Catch::Session().run(argc, argv);
+    return run_catch_session(argc, argv);
 }

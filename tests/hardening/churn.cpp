@@ -28,6 +28,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../shim_threads_state.h"
+
 #define CHECK(cond)                                                                  \
     do {                                                                             \
         if (!(cond)) {                                                               \
@@ -35,23 +37,6 @@
             exit(1);                                                                 \
         }                                                                            \
     } while (0)
-
-static std::map<int, std::string> fd_table() {
-    std::map<int, std::string> out;
-    DIR *d = opendir("/proc/self/fd");
-    int self = dirfd(d);
-    while (struct dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.') continue;
-        int fd = atoi(e->d_name);
-        if (fd == self) continue;
-        char link[64], target[512] = {0};
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        out[fd] = n > 0 ? std::string(target, (size_t)n) : "?";
-    }
-    closedir(d);
-    return out;
-}
 
 struct Maps {
     std::multiset<std::string> files; // pathnames of file/memfd mappings (incl. deleted)
@@ -81,16 +66,6 @@ static size_t region_mappings(const Maps &m, const char *dir) {
             f == "memfd:spillway-promoted (deleted)")
             n++;
     return n;
-}
-
-// The descriptors the detector thread opens at its first tick and keeps.
-static bool detector_ticked(const std::map<int, std::string> &fds) {
-    bool pagemap = false, live = false;
-    for (auto &[fd, t] : fds) {
-        pagemap |= t.size() > 8 && t.compare(t.size() - 8, 8, "/pagemap") == 0;
-        live |= t == "/memfd:spillway-live (deleted)";
-    }
-    return pagemap && live;
 }
 
 static size_t dir_entries(const char *dir) {

@@ -3,6 +3,7 @@
 // bytes; afterwards no descriptor, mapping or spill file is left over.
 // Run with SPILLWAY_THRESHOLD=1MiB and a private SPILLWAY_DIR.
 #include "check.h"
+#include "../shim_threads_state.h"
 
 #include <atomic>
 #include <cstdint>
@@ -26,33 +27,6 @@ static size_t count_entries(const char *dir) {
         closedir(d);
     }
     return n;
-}
-
-// Descriptor -> what it names ("/proc/self/pagemap", "/memfd:spillway (deleted)").
-static std::map<int, std::string> fd_table() {
-    std::map<int, std::string> out;
-    DIR *d = opendir("/proc/self/fd");
-    int self = d ? dirfd(d) : -1;
-    while (struct dirent *e = d ? readdir(d) : nullptr) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) == self) continue;
-        char link[320], target[512] = {0};
-        snprintf(link, sizeof link, "/proc/self/fd/%s", e->d_name);
-        ssize_t n = readlink(link, target, sizeof target - 1);
-        out[atoi(e->d_name)] = n > 0 ? std::string(target, (size_t)n) : "?";
-    }
-    if (d) closedir(d);
-    return out;
-}
-
-// The detector thread opens the descriptors it keeps (pagemap, the live
-// stats memfd) at its first tick, whenever its thread first runs.
-static bool detector_ticked(const std::map<int, std::string> &fds) {
-    bool pagemap = false, live = false;
-    for (auto &[fd, t] : fds) {
-        pagemap |= t.size() > 8 && t.compare(t.size() - 8, 8, "/pagemap") == 0;
-        live |= t == "/memfd:spillway-live (deleted)";
-    }
-    return pagemap && live;
 }
 
 static size_t count_maps() {

@@ -112,7 +112,14 @@ TEST_CASE("no limit: a scatter done before the first look is learned random, the
     CHECK(k["intact"] == "1");
     INFO(slurp(l.profile));
     CHECK(learned(l.profile, "alloc_quick_table") == "random");
-    CHECK(learned(l.profile, "alloc_quick_dataset") == "sequential");
+    // The fill in order is never taken for random. Whether it is learned
+    // sequential depends on the sampler seeing it under way: a 256 MiB fill
+    // done before the first look (87 ms on a warm spill disk here, with
+    // 2 MiB page-cache folios) leaves one run over the whole region, which
+    // says nothing of the order ("access unknown"). Either way its next
+    // placement is disk (placed_from_profile checks it).
+    std::string dataset = learned(l.profile, "alloc_quick_dataset");
+    CHECK((dataset == "sequential" || dataset == ""));
     placed_from_profile(l, args, 1024, "table_backing");
 }
 

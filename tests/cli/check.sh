@@ -27,7 +27,7 @@ for f in $shipped; do check_passes "$f"; done
 # The ConfigMap's TOML in the Kubernetes example (the block under "spillway.toml: |").
 awk '/^  spillway.toml: \|/ {on=1; next} on && /^    / {print substr($0, 5); next} on && /^$/ {print ""; next} on {exit}' \
     "$root/config/examples/kubernetes-pod.yaml" >"$SCRATCH/configmap.toml"
-grep -q '^threshold' "$SCRATCH/configmap.toml" || fail "could not extract the TOML from kubernetes-pod.yaml"
+grep -q '^policy' "$SCRATCH/configmap.toml" || fail "could not extract the TOML from kubernetes-pod.yaml"
 check_passes "$SCRATCH/configmap.toml"
 
 # The reference config is exactly the defaults, key for key.

@@ -12,6 +12,8 @@
 #include "spillway.h"
 #include "stats/stats.h"
 #include "tiering/writeback.h"
+#include "access/access_detector.h"
+#include "access/sampler.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -203,4 +205,56 @@ TEST_CASE("a pass is counted in the stats: the dirty bytes it wrote back, the by
     reaper_drain();
     passes = g_stats.writeback_passes.load();
     if (writeback_pass(true) == 0) CHECK(g_stats.writeback_passes.load() == passes);
+}
+
+TEST_CASE("regions in a random phase join at most one pass a second") {
+    const uint64_t S = 1'000'000'000ull;
+    CHECK(writes_random_regions(5 * S, 0)); // none yet
+    CHECK_FALSE(writes_random_regions(5 * S, 5 * S - S / 2));
+    CHECK(writes_random_regions(5 * S, 4 * S));
+    CHECK(writes_random_regions(5 * S, 3 * S));
+}
+
+TEST_CASE("a pass leaves a region being scattered into mapped and dirty until a second has passed, and writes the others") {
+    test::bring_up();
+    sampler_hold(true); // the phases below are this test's, not the detector's
+    bool use_small = false;
+    const size_t len = 8 << 20;
+    unsigned char *scattered = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    unsigned char *filled = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(scattered);
+    REQUIRE(filled);
+    REQUIRE(arena::region_at(scattered)->backing == Backing::disk);
+    REQUIRE(arena::region_at(filled)->backing == Backing::disk);
+    arena::region_at(scattered)->phase.store((uint8_t)Verdict::random);
+    arena::region_at(filled)->phase.store((uint8_t)Verdict::sequential);
+    auto dirty_both = [&](int v) {
+        for (size_t i = 0; i < len; i += 4096) scattered[i] = filled[i] = (unsigned char)v;
+    };
+    // More than a second after any earlier pass: this one writes both.
+    usleep(1'100'000);
+    dirty_both(1);
+    REQUIRE(writeback_pass(true) >= 2);
+    CHECK(mapped_pages(scattered, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(scattered)) == 0);
+    // Within the second: the scattered one keeps its mappings (a pass that
+    // took it would have unmapped them all; the kernel's flushers never
+    // unmap) and is not written; the other one is.
+    dirty_both(2);
+    REQUIRE(mapped_pages(scattered, len) == len / 4096);
+    REQUIRE(writeback_pass(true) >= 1);
+    CHECK(mapped_pages(scattered, len) == len / 4096);
+    CHECK(mapped_pages(filled, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(filled)) == 0);
+    // A second later it is written again.
+    usleep(1'100'000);
+    REQUIRE(writeback_pass(true) >= 2);
+    CHECK(mapped_pages(scattered, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(scattered)) == 0);
+    CHECK(scattered[len - 4096] == 2); // the bytes are untouched
+    CHECK(filled[len - 4096] == 2);
+    sampler_hold(false);
+    large_free(scattered);
+    large_free(filled);
+    reaper_drain();
 }

@@ -1,6 +1,8 @@
 // writeback.cpp — see writeback.h.
 #include "tiering/writeback.h"
 
+#include "access/access_detector.h" // Verdict: a region's phase
+
 #include "os/background_thread.h"
 #include "backing/backing.h"
 #include "cachestat.h"
@@ -28,9 +30,9 @@ namespace spillway {
 namespace {
 constexpr long kPeriodMs = 50;         // polls while a limit binds
 constexpr long kIdlePeriodMs = 1000;   // polls without one (a limit may appear)
-// Files per pass: the pool and dedicated files of 256 MiB or more each, so
-// 256 covers 64 GiB of dedicated regions; files past it are left to the
-// kernel's flushers.
+// Ranges per pass (one per region; the pool and dedicated files of 256 MiB
+// or more each, so 256 covers 64 GiB of dedicated regions); regions past it
+// are left to the kernel's flushers.
 constexpr unsigned kMaxFiles = 256;
 constexpr uint64_t kMinTrigger = 16ull << 20;
 // Regions per pass whose page-table entries are dropped before writing (see
@@ -42,6 +44,8 @@ constexpr size_t kUnmapStep = 64ull << 20;
 
 std::atomic<bool> g_started{false};
 std::atomic<uint64_t> g_passes{0}, g_polls{0};
+// When a pass last wrote regions in a random phase (writes_random_regions).
+std::atomic<uint64_t> g_random_pass_ns{0};
 // cachestat(2) answered ENOSYS once (a kernel before 6.5): the pass measures
 // what it wrote from the cgroup's dirty figure instead.
 std::atomic<bool> g_no_cachestat{false};
@@ -64,7 +68,8 @@ uint64_t stat_value(const std::string &path, const char *key) {
 }
 
 struct FileRange {
-    int fd; // a dup: ours to close
+    int fd; // a dup, shared by the ranges of one file
+    bool closes; // the file's first range: closes fd after the pass
     uint64_t lo, hi;
 };
 
@@ -79,31 +84,36 @@ bool writable_shared_disk(const Region *r) {
     return r->backing == Backing::disk && r->file && !r->file->foreign && !r->is_private && !r->freed.load();
 }
 
-// Copies the disk-backed file ranges of live regions, one range per file
-// (a pool file's regions merged: freed ranges are holes, clean ranges cost
-// nothing to walk), and the address ranges of up to kMaxUnmapped of those
-// regions (for unmap_before_writing). Holds the large lock only for the copy.
-unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped) {
+// Copies the disk-backed file ranges of live regions, one range per region
+// (the ranges of one file share one dup of its descriptor), and the address
+// ranges of up to kMaxUnmapped of those regions (for unmap_before_writing).
+// Regions in a random phase only when with_random; *took_random says whether
+// one was taken. Holds the large lock only for the copy.
+unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped, bool with_random,
+                  bool *took_random) {
     const SpillFile *files[kMaxFiles];
-    unsigned n = 0;
+    int fds[kMaxFiles];
+    unsigned n = 0, n_files = 0;
     *n_mapped = 0;
+    *took_random = false;
     std::lock_guard<std::mutex> guard(large_lock());
-    for (Region *r = registry_first(); r; r = r->next) {
+    for (Region *r = registry_first(); r && n < cap; r = r->next) {
         SpillFile *f = r->file;
         if (!writable_shared_disk(r)) continue;
-        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        bool random = r->phase.load(std::memory_order_relaxed) == (uint8_t)Verdict::random;
+        if (random && !with_random) continue;
         unsigned i = 0;
-        while (i < n && files[i] != f) i++;
-        if (i < n) {
-            if (r->file_off < out[i].lo) out[i].lo = r->file_off;
-            if (r->file_off + r->map_len > out[i].hi) out[i].hi = r->file_off + r->map_len;
-            continue;
+        while (i < n_files && files[i] != f) i++;
+        bool first = i == n_files;
+        if (first) {
+            int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
+            if (fd < 0) continue;
+            files[n_files] = f;
+            fds[n_files++] = fd;
         }
-        if (n == cap) continue;
-        int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
-        if (fd < 0) continue;
-        files[n] = f;
-        out[n++] = {fd, r->file_off, r->file_off + r->map_len};
+        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        *took_random |= random;
+        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len};
     }
     return n;
 }
@@ -200,12 +210,19 @@ bool writeback_due(const DirtyFigures &f) {
     return room < 2 * f.dirty;
 }
 
+bool writes_random_regions(uint64_t now_ns, uint64_t last_ns) {
+    return last_ns == 0 || now_ns - last_ns >= kRandomRegionsEveryNs;
+}
+
 unsigned writeback_pass(bool wait) {
     const uint64_t t0 = monotonic_ns();
     FileRange ranges[kMaxFiles];
     MappedRange mapped[kMaxUnmapped];
     unsigned n_mapped = 0;
-    unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped);
+    bool took_random = false;
+    unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped,
+                          writes_random_regions(t0, g_random_pass_ns.load(std::memory_order_relaxed)), &took_random);
+    if (took_random) g_random_pass_ns.store(t0, std::memory_order_relaxed);
     uint64_t unmapped = unmap_before_writing(mapped, n_mapped);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
@@ -225,8 +242,9 @@ unsigned writeback_pass(bool wait) {
         // Errors (EIO, a file shrunk under us) are the kernel's to report
         // at the next fsync or fault; the flushers will try again anyway.
         sync_file_range(ranges[i].fd, (off64_t)ranges[i].lo, (off64_t)(ranges[i].hi - ranges[i].lo), flags);
-        close(ranges[i].fd);
     }
+    for (unsigned i = 0; i < n; i++)
+        if (ranges[i].closes) close(ranges[i].fd);
     if (n && by_cgroup) {
         uint64_t after = read_dirty_figures().dirty;
         written = cgroup_dirty > after ? cgroup_dirty - after : 0;

@@ -207,15 +207,21 @@ TEST_CASE("a pass is counted in the stats: the dirty bytes it wrote back, the by
     if (writeback_pass(true) == 0) CHECK(g_stats.writeback_passes.load() == passes);
 }
 
-TEST_CASE("regions in a random phase join at most one pass a second") {
-    const uint64_t S = 1'000'000'000ull;
-    CHECK(writes_random_regions(5 * S, 0)); // none yet
-    CHECK_FALSE(writes_random_regions(5 * S, 5 * S - S / 2));
-    CHECK(writes_random_regions(5 * S, 4 * S));
-    CHECK(writes_random_regions(5 * S, 3 * S));
+TEST_CASE("regions in a random phase join a pass every interval; it doubles while each write is undone") {
+    const uint64_t S = 1'000'000'000ull, MiB = 1 << 20;
+    CHECK(writes_random_regions(5 * S, 0, S)); // none yet
+    CHECK_FALSE(writes_random_regions(5 * S, 5 * S - S / 2, S));
+    CHECK(writes_random_regions(5 * S, 4 * S, S));
+    CHECK_FALSE(writes_random_regions(5 * S, 4 * S, 2 * S));
+    CHECK(next_random_interval(S, 0, 100 * MiB) == S);            // nothing written before: no evidence
+    CHECK(next_random_interval(S, 229 * MiB, 229 * MiB) == 2 * S); // all dirty again: the write was undone
+    CHECK(next_random_interval(4 * S, 229 * MiB, 115 * MiB) == 8 * S);
+    CHECK(next_random_interval(8 * S, 229 * MiB, 100 * MiB) == S); // mostly still clean: a slow scatter
+    CHECK(next_random_interval(16 * S, 229 * MiB, 229 * MiB) == kRandomRegionsMaxNs);
+    CHECK(next_random_interval(kRandomRegionsMaxNs, 229 * MiB, 229 * MiB) == kRandomRegionsMaxNs);
 }
 
-TEST_CASE("a pass leaves a region being scattered into mapped and dirty until a second has passed, and writes the others") {
+TEST_CASE("a pass leaves a region being scattered into mapped and dirty until its interval has passed, and writes the others") {
     test::bring_up();
     sampler_hold(true); // the phases below are this test's, not the detector's
     bool use_small = false;
@@ -246,11 +252,15 @@ TEST_CASE("a pass leaves a region being scattered into mapped and dirty until a 
     CHECK(mapped_pages(scattered, len) == len / 4096);
     CHECK(mapped_pages(filled, len) == 0);
     CHECK(file_dirty_pages(arena::region_at(filled)) == 0);
-    // A second later it is written again.
+    // A second later it is written again; it was all dirty again, so the
+    // next time it waits twice as long.
     usleep(1'100'000);
+    uint64_t dirty_again = file_dirty_pages(arena::region_at(scattered)) * 4096;
     REQUIRE(writeback_pass(true) >= 2);
     CHECK(mapped_pages(scattered, len) == 0);
     CHECK(file_dirty_pages(arena::region_at(scattered)) == 0);
+    INFO("dirty bytes of the scattered region before the third pass: " << dirty_again);
+    if (dirty_again >= len / 2) CHECK(writeback_random_interval_ns() == 2 * kRandomRegionsEveryNs);
     CHECK(scattered[len - 4096] == 2); // the bytes are untouched
     CHECK(filled[len - 4096] == 2);
     sampler_hold(false);

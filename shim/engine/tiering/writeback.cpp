@@ -10,6 +10,7 @@
 #include "os/cgroup.h"
 #include "fd_policy.h"
 #include "registry/region.h"
+#include "sites/callsite.h"
 #include "stats/stats.h"
 
 #include <atomic>
@@ -44,8 +45,10 @@ constexpr size_t kUnmapStep = 64ull << 20;
 
 std::atomic<bool> g_started{false};
 std::atomic<uint64_t> g_passes{0}, g_polls{0};
-// When a pass last wrote regions in a random phase (writes_random_regions).
-std::atomic<uint64_t> g_random_pass_ns{0};
+// Regions in a random phase (writes_random_regions): when a pass last took
+// them, the dirty bytes it wrote of them, and the wait before the next.
+std::atomic<uint64_t> g_random_pass_ns{0}, g_random_written{0};
+std::atomic<uint64_t> g_random_interval_ns{kRandomRegionsEveryNs};
 // cachestat(2) answered ENOSYS once (a kernel before 6.5): the pass measures
 // what it wrote from the cgroup's dirty figure instead.
 std::atomic<bool> g_no_cachestat{false};
@@ -71,6 +74,7 @@ struct FileRange {
     int fd; // a dup, shared by the ranges of one file
     bool closes; // the file's first range: closes fd after the pass
     uint64_t lo, hi;
+    bool random; // its region is in a random phase
 };
 
 struct MappedRange {
@@ -82,6 +86,20 @@ struct MappedRange {
 // A region a pass may unmap and write: live, disk-backed, mapped shared, ours.
 bool writable_shared_disk(const Region *r) {
     return r->backing == Backing::disk && r->file && !r->file->foreign && !r->is_private && !r->freed.load();
+}
+
+// Whether r is written at random (writes_random_regions): its phase now,
+// or its call site's access. A dense scatter's phase flips: once a pass has
+// unmapped the region, its refaults fill whole runs within a tick and read
+// as a stream (measured: a 114 MiB scatter target of the scipy job's tocsr
+// was "sequential" at 81 ticks, "random" at 12); a site learned random stays
+// random (sampler.cpp, teach_site), and a rule's word is the user's.
+bool written_at_random(const Region *r) {
+    if (r->phase.load(std::memory_order_relaxed) == (uint8_t)Verdict::random) return true;
+    const CallSite *site = r->site;
+    if (!site) return false;
+    if (site->rule && site->rule->access != Access::unknown) return site->rule->access == Access::random;
+    return site->access.load(std::memory_order_relaxed) == (int)Access::random;
 }
 
 // Copies the disk-backed file ranges of live regions, one range per region
@@ -100,7 +118,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
     for (Region *r = registry_first(); r && n < cap; r = r->next) {
         SpillFile *f = r->file;
         if (!writable_shared_disk(r)) continue;
-        bool random = r->phase.load(std::memory_order_relaxed) == (uint8_t)Verdict::random;
+        bool random = written_at_random(r);
         if (random && !with_random) continue;
         unsigned i = 0;
         while (i < n_files && files[i] != f) i++;
@@ -113,7 +131,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
         }
         if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
         *took_random |= random;
-        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len};
+        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random};
     }
     return n;
 }
@@ -210,9 +228,16 @@ bool writeback_due(const DirtyFigures &f) {
     return room < 2 * f.dirty;
 }
 
-bool writes_random_regions(uint64_t now_ns, uint64_t last_ns) {
-    return last_ns == 0 || now_ns - last_ns >= kRandomRegionsEveryNs;
+bool writes_random_regions(uint64_t now_ns, uint64_t last_ns, uint64_t interval_ns) {
+    return last_ns == 0 || now_ns - last_ns >= interval_ns;
 }
+
+uint64_t next_random_interval(uint64_t interval_ns, uint64_t written_last, uint64_t dirty_now) {
+    if (written_last == 0 || dirty_now < written_last / 2) return kRandomRegionsEveryNs;
+    return interval_ns >= kRandomRegionsMaxNs / 2 ? kRandomRegionsMaxNs : interval_ns * 2;
+}
+
+uint64_t writeback_random_interval_ns() { return g_random_interval_ns.load(); }
 
 unsigned writeback_pass(bool wait) {
     const uint64_t t0 = monotonic_ns();
@@ -221,8 +246,8 @@ unsigned writeback_pass(bool wait) {
     unsigned n_mapped = 0;
     bool took_random = false;
     unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped,
-                          writes_random_regions(t0, g_random_pass_ns.load(std::memory_order_relaxed)), &took_random);
-    if (took_random) g_random_pass_ns.store(t0, std::memory_order_relaxed);
+                          writes_random_regions(t0, g_random_pass_ns.load(), g_random_interval_ns.load()),
+                          &took_random);
     uint64_t unmapped = unmap_before_writing(mapped, n_mapped);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
@@ -230,12 +255,21 @@ unsigned writeback_pass(bool wait) {
     // unmap (which moves the dirty bits of page-table entries to their
     // pages) and just before they are written. Without cachestat, the
     // cgroup's dirty bytes before and after: other files' pages move it too.
-    uint64_t written = 0;
+    uint64_t written = 0, random_dirty = 0;
     bool by_cgroup = false;
     for (unsigned i = 0; i < n && !by_cgroup; i++) {
         uint64_t dirty = 0;
         by_cgroup = !dirty_bytes(ranges[i].fd, ranges[i].lo, ranges[i].hi, &dirty);
         written += dirty;
+        if (ranges[i].random) random_dirty += dirty;
+    }
+    if (took_random) {
+        // Without cachestat the interval stays at its start: nothing tells
+        // whether the last write was undone.
+        uint64_t last = by_cgroup ? 0 : g_random_written.load();
+        g_random_interval_ns.store(next_random_interval(g_random_interval_ns.load(), last, random_dirty));
+        g_random_written.store(by_cgroup ? 0 : random_dirty);
+        g_random_pass_ns.store(t0);
     }
     uint64_t cgroup_dirty = n && by_cgroup ? read_dirty_figures().dirty : 0;
     for (unsigned i = 0; i < n; i++) {

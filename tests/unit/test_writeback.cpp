@@ -21,6 +21,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -72,6 +73,17 @@ uint64_t file_dirty_pages(const Region *r) {
     REQUIRE(rc == 0);
     return cs.dirty;
 }
+// The regions of these tests are not written at random. Unit tests share
+// call sites (test_sampler scatters into a region allocated as these are,
+// and teaches its site random), and a pass keeps off a region whose site is
+// random (writes_random_regions): its site is dropped, under the large lock
+// as every reader of it holds.
+void not_at_random(const void *p) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    r->site = nullptr;
+}
 } // namespace
 
 TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 MiB), with reclaim near") {
@@ -110,6 +122,8 @@ TEST_CASE("a pass writes back the dirty pages of disk regions, pool and dedicate
     REQUIRE(b);
     REQUIRE(arena::region_at(a)->backing == Backing::disk);
     REQUIRE(arena::region_at(b)->backing == Backing::disk);
+    not_at_random(a);
+    not_at_random(b);
     // The kernel's flushers may clean the pages first when the machine is
     // busy writing: dirty them again until they are seen dirty, then pass.
     int tries = 0;
@@ -147,6 +161,7 @@ TEST_CASE("a pass unmaps disk regions before writing them, and leaves anonymous 
     REQUIRE(arena::region_at(disk)->backing == Backing::disk);
     REQUIRE(arena::region_at(memory)->backing == Backing::memory);
     REQUIRE(arena::region_at(anon)->backing == Backing::anon);
+    not_at_random(disk);
     for (size_t i = 0; i < len; i += 4096) disk[i] = memory[i] = anon[i] = (unsigned char)(i >> 12 | 1);
     REQUIRE(mapped_pages(disk, len) == len / 4096);
     CHECK(writeback_pass(true) >= 1);
@@ -175,6 +190,7 @@ TEST_CASE("a pass is counted in the stats: the dirty bytes it wrote back, the by
     REQUIRE(disk);
     Region *r = arena::region_at(disk);
     REQUIRE(r->backing == Backing::disk);
+    not_at_random(disk);
     REQUIRE(writeback_pass(true) >= 1); // every disk region of earlier tests clean: this one's bytes only
     // Dirty half of it and pass. The kernel's flushers may clean pages first
     // on a machine busy writing (as in "a pass writes back the dirty pages"
@@ -232,6 +248,8 @@ TEST_CASE("a pass leaves a region being scattered into mapped and dirty until it
     REQUIRE(filled);
     REQUIRE(arena::region_at(scattered)->backing == Backing::disk);
     REQUIRE(arena::region_at(filled)->backing == Backing::disk);
+    not_at_random(scattered); // its phase alone says it is
+    not_at_random(filled);
     arena::region_at(scattered)->phase.store((uint8_t)Verdict::random);
     arena::region_at(filled)->phase.store((uint8_t)Verdict::sequential);
     auto dirty_both = [&](int v) {

@@ -12,6 +12,8 @@
 #include "spillway.h"
 #include "stats/stats.h"
 #include "tiering/writeback.h"
+#include "access/access_detector.h"
+#include "access/sampler.h"
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -19,6 +21,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -70,6 +73,17 @@ uint64_t file_dirty_pages(const Region *r) {
     REQUIRE(rc == 0);
     return cs.dirty;
 }
+// The regions of these tests are not written at random. Unit tests share
+// call sites (test_sampler scatters into a region allocated as these are,
+// and teaches its site random), and a pass keeps off a region whose site is
+// random (writes_random_regions): its site is dropped, under the large lock
+// as every reader of it holds.
+void not_at_random(const void *p) {
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    r->site = nullptr;
+}
 } // namespace
 
 TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 MiB), with reclaim near") {
@@ -108,6 +122,8 @@ TEST_CASE("a pass writes back the dirty pages of disk regions, pool and dedicate
     REQUIRE(b);
     REQUIRE(arena::region_at(a)->backing == Backing::disk);
     REQUIRE(arena::region_at(b)->backing == Backing::disk);
+    not_at_random(a);
+    not_at_random(b);
     // The kernel's flushers may clean the pages first when the machine is
     // busy writing: dirty them again until they are seen dirty, then pass.
     int tries = 0;
@@ -145,6 +161,7 @@ TEST_CASE("a pass unmaps disk regions before writing them, and leaves anonymous 
     REQUIRE(arena::region_at(disk)->backing == Backing::disk);
     REQUIRE(arena::region_at(memory)->backing == Backing::memory);
     REQUIRE(arena::region_at(anon)->backing == Backing::anon);
+    not_at_random(disk);
     for (size_t i = 0; i < len; i += 4096) disk[i] = memory[i] = anon[i] = (unsigned char)(i >> 12 | 1);
     REQUIRE(mapped_pages(disk, len) == len / 4096);
     CHECK(writeback_pass(true) >= 1);
@@ -173,6 +190,7 @@ TEST_CASE("a pass is counted in the stats: the dirty bytes it wrote back, the by
     REQUIRE(disk);
     Region *r = arena::region_at(disk);
     REQUIRE(r->backing == Backing::disk);
+    not_at_random(disk);
     REQUIRE(writeback_pass(true) >= 1); // every disk region of earlier tests clean: this one's bytes only
     // Dirty half of it and pass. The kernel's flushers may clean pages first
     // on a machine busy writing (as in "a pass writes back the dirty pages"
@@ -203,4 +221,68 @@ TEST_CASE("a pass is counted in the stats: the dirty bytes it wrote back, the by
     reaper_drain();
     passes = g_stats.writeback_passes.load();
     if (writeback_pass(true) == 0) CHECK(g_stats.writeback_passes.load() == passes);
+}
+
+TEST_CASE("regions in a random phase join a pass every interval; it doubles while each write is undone") {
+    const uint64_t S = 1'000'000'000ull, MiB = 1 << 20;
+    CHECK(writes_random_regions(5 * S, 0, S)); // none yet
+    CHECK_FALSE(writes_random_regions(5 * S, 5 * S - S / 2, S));
+    CHECK(writes_random_regions(5 * S, 4 * S, S));
+    CHECK_FALSE(writes_random_regions(5 * S, 4 * S, 2 * S));
+    CHECK(next_random_interval(S, 0, 100 * MiB) == S);            // nothing written before: no evidence
+    CHECK(next_random_interval(S, 229 * MiB, 229 * MiB) == 2 * S); // all dirty again: the write was undone
+    CHECK(next_random_interval(4 * S, 229 * MiB, 115 * MiB) == 8 * S);
+    CHECK(next_random_interval(8 * S, 229 * MiB, 100 * MiB) == S); // mostly still clean: a slow scatter
+    CHECK(next_random_interval(16 * S, 229 * MiB, 229 * MiB) == kRandomRegionsMaxNs);
+    CHECK(next_random_interval(kRandomRegionsMaxNs, 229 * MiB, 229 * MiB) == kRandomRegionsMaxNs);
+}
+
+TEST_CASE("a pass leaves a region being scattered into mapped and dirty until its interval has passed, and writes the others") {
+    test::bring_up();
+    sampler_hold(true); // the phases below are this test's, not the detector's
+    bool use_small = false;
+    const size_t len = 8 << 20;
+    unsigned char *scattered = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    unsigned char *filled = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(scattered);
+    REQUIRE(filled);
+    REQUIRE(arena::region_at(scattered)->backing == Backing::disk);
+    REQUIRE(arena::region_at(filled)->backing == Backing::disk);
+    not_at_random(scattered); // its phase alone says it is
+    not_at_random(filled);
+    arena::region_at(scattered)->phase.store((uint8_t)Verdict::random);
+    arena::region_at(filled)->phase.store((uint8_t)Verdict::sequential);
+    auto dirty_both = [&](int v) {
+        for (size_t i = 0; i < len; i += 4096) scattered[i] = filled[i] = (unsigned char)v;
+    };
+    // More than a second after any earlier pass: this one writes both.
+    usleep(1'100'000);
+    dirty_both(1);
+    REQUIRE(writeback_pass(true) >= 2);
+    CHECK(mapped_pages(scattered, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(scattered)) == 0);
+    // Within the second: the scattered one keeps its mappings (a pass that
+    // took it would have unmapped them all; the kernel's flushers never
+    // unmap) and is not written; the other one is.
+    dirty_both(2);
+    REQUIRE(mapped_pages(scattered, len) == len / 4096);
+    REQUIRE(writeback_pass(true) >= 1);
+    CHECK(mapped_pages(scattered, len) == len / 4096);
+    CHECK(mapped_pages(filled, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(filled)) == 0);
+    // A second later it is written again; it was all dirty again, so the
+    // next time it waits twice as long.
+    usleep(1'100'000);
+    uint64_t dirty_again = file_dirty_pages(arena::region_at(scattered)) * 4096;
+    REQUIRE(writeback_pass(true) >= 2);
+    CHECK(mapped_pages(scattered, len) == 0);
+    CHECK(file_dirty_pages(arena::region_at(scattered)) == 0);
+    INFO("dirty bytes of the scattered region before the third pass: " << dirty_again);
+    if (dirty_again >= len / 2) CHECK(writeback_random_interval_ns() == 2 * kRandomRegionsEveryNs);
+    CHECK(scattered[len - 4096] == 2); // the bytes are untouched
+    CHECK(filled[len - 4096] == 2);
+    sampler_hold(false);
+    large_free(scattered);
+    large_free(filled);
+    reaper_drain();
 }

@@ -98,6 +98,8 @@ static std::vector<size_t> take_until_covered(const std::vector<TierCandidate> &
     return plan;
 }
 
+uint64_t in_memory_since(const TierCandidate &c) { return std::max(c.last_move_ns, c.born_ns); }
+
 std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t need,
                                    const TierSettings &s) {
     std::vector<size_t> eligible;
@@ -105,9 +107,8 @@ std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t
         if ((c[i].backing == Backing::memory || c[i].backing == Backing::anon) && c[i].bytes >= s.min_size)
             eligible.push_back(i);
     std::stable_sort(eligible.begin(), eligible.end(), [&](size_t a, size_t b) {
-        double ba = tier_benefit(c[a]), bb = tier_benefit(c[b]);
-        if (ba != bb) return ba < bb;
-        if (c[a].last_move_ns != c[b].last_move_ns) return c[a].last_move_ns < c[b].last_move_ns;
+        uint64_t sa = in_memory_since(c[a]), sb = in_memory_since(c[b]);
+        if (sa != sb) return sa < sb;
         return c[a].bytes > c[b].bytes; // fewer moves free the same bytes
     });
     return take_until_covered(c, eligible, need);

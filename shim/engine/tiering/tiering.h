@@ -41,7 +41,13 @@ struct TierCandidate {
     uint32_t fault_rate = 0;      // pages faulted in per second
     uint64_t last_move_ns = 0;    // 0: never moved by tiering
     unsigned moves = 0;           // tiering moves of this region so far
+    uint64_t born_ns = 0;         // Region::born_ns: its allocation
 };
+
+// When a memory or anon region came into memory: its last move (for it,
+// a promotion), or its allocation if it never moved. The later of the two:
+// a move history is kept by address and may be an earlier region's.
+uint64_t in_memory_since(const TierCandidate &c);
 
 // Pages per second per byte of region: what one byte in memory saves.
 double tier_benefit(const TierCandidate &c);
@@ -95,9 +101,18 @@ PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s);
 // extrapolated, plus the fill extrapolated up to what is left unfilled.
 double growth_forecast(const PressureInput &in, const TierSettings &s);
 
-// Indices of the memory and anon regions to demote, coldest first (least
-// benefit, then the longest since they last moved, then the largest) until
+// Indices of the memory and anon regions to demote, coldest first until
 // `need` bytes are covered. Survival outranks cooldown: none is applied.
+// Coldest is the longest in memory (in_memory_since), then the largest; a
+// memory region's fault_rate is not a measure of it: the detector watches
+// disk regions only, so the rate a promoted region carries is its last one
+// on disk, how hot it was before it moved. Ranked by that stale rate, the
+// scipy job (tests/bench/jobs) demoted the transposed matrix's indices,
+// read at every PageRank iteration and promoted a second earlier, and kept
+// the first matrix's, unused since the phase before (promoted at a lower
+// rate): 3 x 114 MiB read back from disk over three iterations. A job moves
+// through its phases, so what came into memory longest ago is the best
+// guess of what it has finished with.
 std::vector<size_t> plan_demotions(const std::vector<TierCandidate> &c, uint64_t need,
                                    const TierSettings &s);
 

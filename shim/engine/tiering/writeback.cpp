@@ -1,6 +1,8 @@
 // writeback.cpp — see writeback.h.
 #include "tiering/writeback.h"
 
+#include "access/access_detector.h" // Verdict: a region's phase
+
 #include "os/background_thread.h"
 #include "backing/backing.h"
 #include "cachestat.h"
@@ -8,6 +10,7 @@
 #include "os/cgroup.h"
 #include "fd_policy.h"
 #include "registry/region.h"
+#include "sites/callsite.h"
 #include "stats/stats.h"
 
 #include <atomic>
@@ -28,9 +31,9 @@ namespace spillway {
 namespace {
 constexpr long kPeriodMs = 50;         // polls while a limit binds
 constexpr long kIdlePeriodMs = 1000;   // polls without one (a limit may appear)
-// Files per pass: the pool and dedicated files of 256 MiB or more each, so
-// 256 covers 64 GiB of dedicated regions; files past it are left to the
-// kernel's flushers.
+// Ranges per pass (one per region; the pool and dedicated files of 256 MiB
+// or more each, so 256 covers 64 GiB of dedicated regions); regions past it
+// are left to the kernel's flushers.
 constexpr unsigned kMaxFiles = 256;
 constexpr uint64_t kMinTrigger = 16ull << 20;
 // Regions per pass whose page-table entries are dropped before writing (see
@@ -42,6 +45,10 @@ constexpr size_t kUnmapStep = 64ull << 20;
 
 std::atomic<bool> g_started{false};
 std::atomic<uint64_t> g_passes{0}, g_polls{0};
+// Regions in a random phase (writes_random_regions): when a pass last took
+// them, the dirty bytes it wrote of them, and the wait before the next.
+std::atomic<uint64_t> g_random_pass_ns{0}, g_random_written{0};
+std::atomic<uint64_t> g_random_interval_ns{kRandomRegionsEveryNs};
 // cachestat(2) answered ENOSYS once (a kernel before 6.5): the pass measures
 // what it wrote from the cgroup's dirty figure instead.
 std::atomic<bool> g_no_cachestat{false};
@@ -64,8 +71,10 @@ uint64_t stat_value(const std::string &path, const char *key) {
 }
 
 struct FileRange {
-    int fd; // a dup: ours to close
+    int fd; // a dup, shared by the ranges of one file
+    bool closes; // the file's first range: closes fd after the pass
     uint64_t lo, hi;
+    bool random; // its region is in a random phase
 };
 
 struct MappedRange {
@@ -79,31 +88,50 @@ bool writable_shared_disk(const Region *r) {
     return r->backing == Backing::disk && r->file && !r->file->foreign && !r->is_private && !r->freed.load();
 }
 
-// Copies the disk-backed file ranges of live regions, one range per file
-// (a pool file's regions merged: freed ranges are holes, clean ranges cost
-// nothing to walk), and the address ranges of up to kMaxUnmapped of those
-// regions (for unmap_before_writing). Holds the large lock only for the copy.
-unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped) {
+// Whether r is written at random (writes_random_regions): its phase now,
+// or its call site's access. A dense scatter's phase flips: once a pass has
+// unmapped the region, its refaults fill whole runs within a tick and read
+// as a stream (measured: a 114 MiB scatter target of the scipy job's tocsr
+// was "sequential" at 81 ticks, "random" at 12); a site learned random stays
+// random (sampler.cpp, teach_site), and a rule's word is the user's.
+bool written_at_random(const Region *r) {
+    if (r->phase.load(std::memory_order_relaxed) == (uint8_t)Verdict::random) return true;
+    const CallSite *site = r->site;
+    if (!site) return false;
+    if (site->rule && site->rule->access != Access::unknown) return site->rule->access == Access::random;
+    return site->access.load(std::memory_order_relaxed) == (int)Access::random;
+}
+
+// Copies the disk-backed file ranges of live regions, one range per region
+// (the ranges of one file share one dup of its descriptor), and the address
+// ranges of up to kMaxUnmapped of those regions (for unmap_before_writing).
+// Regions in a random phase only when with_random; *took_random says whether
+// one was taken. Holds the large lock only for the copy.
+unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped, bool with_random,
+                  bool *took_random) {
     const SpillFile *files[kMaxFiles];
-    unsigned n = 0;
+    int fds[kMaxFiles];
+    unsigned n = 0, n_files = 0;
     *n_mapped = 0;
+    *took_random = false;
     std::lock_guard<std::mutex> guard(large_lock());
-    for (Region *r = registry_first(); r; r = r->next) {
+    for (Region *r = registry_first(); r && n < cap; r = r->next) {
         SpillFile *f = r->file;
         if (!writable_shared_disk(r)) continue;
-        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        bool random = written_at_random(r);
+        if (random && !with_random) continue;
         unsigned i = 0;
-        while (i < n && files[i] != f) i++;
-        if (i < n) {
-            if (r->file_off < out[i].lo) out[i].lo = r->file_off;
-            if (r->file_off + r->map_len > out[i].hi) out[i].hi = r->file_off + r->map_len;
-            continue;
+        while (i < n_files && files[i] != f) i++;
+        bool first = i == n_files;
+        if (first) {
+            int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
+            if (fd < 0) continue;
+            files[n_files] = f;
+            fds[n_files++] = fd;
         }
-        if (n == cap) continue;
-        int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
-        if (fd < 0) continue;
-        files[n] = f;
-        out[n++] = {fd, r->file_off, r->file_off + r->map_len};
+        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        *took_random |= random;
+        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random};
     }
     return n;
 }
@@ -200,12 +228,26 @@ bool writeback_due(const DirtyFigures &f) {
     return room < 2 * f.dirty;
 }
 
+bool writes_random_regions(uint64_t now_ns, uint64_t last_ns, uint64_t interval_ns) {
+    return last_ns == 0 || now_ns - last_ns >= interval_ns;
+}
+
+uint64_t next_random_interval(uint64_t interval_ns, uint64_t written_last, uint64_t dirty_now) {
+    if (written_last == 0 || dirty_now < written_last / 2) return kRandomRegionsEveryNs;
+    return interval_ns >= kRandomRegionsMaxNs / 2 ? kRandomRegionsMaxNs : interval_ns * 2;
+}
+
+uint64_t writeback_random_interval_ns() { return g_random_interval_ns.load(); }
+
 unsigned writeback_pass(bool wait) {
     const uint64_t t0 = monotonic_ns();
     FileRange ranges[kMaxFiles];
     MappedRange mapped[kMaxUnmapped];
     unsigned n_mapped = 0;
-    unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped);
+    bool took_random = false;
+    unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped,
+                          writes_random_regions(t0, g_random_pass_ns.load(), g_random_interval_ns.load()),
+                          &took_random);
     uint64_t unmapped = unmap_before_writing(mapped, n_mapped);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
@@ -213,20 +255,30 @@ unsigned writeback_pass(bool wait) {
     // unmap (which moves the dirty bits of page-table entries to their
     // pages) and just before they are written. Without cachestat, the
     // cgroup's dirty bytes before and after: other files' pages move it too.
-    uint64_t written = 0;
+    uint64_t written = 0, random_dirty = 0;
     bool by_cgroup = false;
     for (unsigned i = 0; i < n && !by_cgroup; i++) {
         uint64_t dirty = 0;
         by_cgroup = !dirty_bytes(ranges[i].fd, ranges[i].lo, ranges[i].hi, &dirty);
         written += dirty;
+        if (ranges[i].random) random_dirty += dirty;
+    }
+    if (took_random) {
+        // Without cachestat the interval stays at its start: nothing tells
+        // whether the last write was undone.
+        uint64_t last = by_cgroup ? 0 : g_random_written.load();
+        g_random_interval_ns.store(next_random_interval(g_random_interval_ns.load(), last, random_dirty));
+        g_random_written.store(by_cgroup ? 0 : random_dirty);
+        g_random_pass_ns.store(t0);
     }
     uint64_t cgroup_dirty = n && by_cgroup ? read_dirty_figures().dirty : 0;
     for (unsigned i = 0; i < n; i++) {
         // Errors (EIO, a file shrunk under us) are the kernel's to report
         // at the next fsync or fault; the flushers will try again anyway.
         sync_file_range(ranges[i].fd, (off64_t)ranges[i].lo, (off64_t)(ranges[i].hi - ranges[i].lo), flags);
-        close(ranges[i].fd);
     }
+    for (unsigned i = 0; i < n; i++)
+        if (ranges[i].closes) close(ranges[i].fd);
     if (n && by_cgroup) {
         uint64_t after = read_dirty_figures().dirty;
         written = cgroup_dirty > after ? cgroup_dirty - after : 0;

@@ -59,9 +59,36 @@ uint64_t writeback_trigger_bytes(uint64_t limit);
 // cgroup took 147 ms a cycle in one round and 4 ms in the next.
 bool writeback_due(const DirtyFigures &f);
 
-// One pass over every disk-backed spill file range of this process: starts
+// A disk region in a random phase (Region::phase, the access detector's
+// verdict), or from a call site learned random, is being written at random: a page written back is dirtied again
+// soon, so writing it cleans nothing reclaim could use, and unmapping it
+// first adds a fault to the next write of each page. Measured: the scipy
+// job's transpose (tests/bench/jobs), a 114 MiB array scattered into on disk
+// in a 768 MiB cgroup (no room to promote it), took 530 passes in 36 s
+// that wrote 31.3 GB; the same phase ran in 6 s where the array was
+// promoted. So such regions join a pass only every interval: it starts at
+// kRandomRegionsEveryNs and doubles, up to kRandomRegionsMaxNs, each time
+// they are found dirty again by at least half of what the last pass that
+// took them wrote (writing them cleaned nothing lasting; measured with
+// every pass a second, a 229 MiB scatter was rewritten whole at each one:
+// 9.2 GB in a 34 s phase); it goes back to the start when they stayed
+// clean (a slow scatter, whose clean pages reclaim can use).
+constexpr uint64_t kRandomRegionsEveryNs = 1'000'000'000;
+constexpr uint64_t kRandomRegionsMaxNs = 32'000'000'000;
+// Whether a pass at now_ns may take them, the last pass that did being at
+// last_ns (0: none yet).
+bool writes_random_regions(uint64_t now_ns, uint64_t last_ns, uint64_t interval_ns);
+// The next interval, from the current one, the dirty bytes of random-phase
+// regions the last pass that took them wrote, and their dirty bytes now.
+uint64_t next_random_interval(uint64_t interval_ns, uint64_t written_last, uint64_t dirty_now);
+// For tests: the current interval.
+uint64_t writeback_random_interval_ns();
+
+// One pass over every disk-backed spill file range of this process (those of
+// regions in a random phase as writes_random_regions allows): starts
 // writeback of their dirty pages (and, with wait, waits for it: for tests).
-// Returns the number of file ranges it asked the kernel to write. A pass
+// Returns the number of file ranges (one per region) it asked the kernel to
+// write. A pass
 // that asked is counted in the exit stats (stats_on_writeback_pass): the
 // dirty bytes of those ranges when asked (cachestat(2); before Linux 6.5,
 // the drop of the cgroup's dirty bytes over the pass, 0 without a limit),

@@ -4,6 +4,14 @@ edge file parses into), a COO matrix over it converted to CSR (which sums
 the duplicates), then PageRank-style power iterations (CSR matrix times a
 vector) (jobs.sh runs it; jobphase.py times it).
 
+Phases: edges, coo, tocsr; then what PageRank needs, timed apart so its
+arrays can be told apart: scale (out-degrees, P = D^-1 A: a new CSR matrix
+written in order), transpose (P.T.tocsr(): a scatter into new indices and
+data arrays), iterate (ITERS products PT @ r, each reading PT's arrays in
+order; with r float64 and PT float32, scipy converts PT's data to a new
+float64 array of NNZ at every product). Until 2026-12-02 the last three
+were one phase, pagerank.
+
 Usage: scipy_job.py [NNZ_M] [NODES_M] [ITERS]   (default 30, 6, 3)
 """
 import sys
@@ -29,11 +37,15 @@ with phase("scipy", "coo"):
 with phase("scipy", "tocsr"):
     A = coo.tocsr()
 
-with phase("scipy", "pagerank"):
+with phase("scipy", "scale"):
     out_degree = np.asarray(A.sum(axis=1)).ravel()
     out_degree[out_degree == 0] = 1
     P = sp.diags(1 / out_degree) @ A
+
+with phase("scipy", "transpose"):
     PT = P.T.tocsr()
+
+with phase("scipy", "iterate"):
     r = np.full(nodes, 1 / nodes)
     for _ in range(iters):
         r = 0.15 / nodes + 0.85 * (PT @ r)

@@ -59,7 +59,7 @@ constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
 // A re-read whose front reached its region's end and did not move for this
 // many looks (10-20 ms each) has left the region: it ends at once
-// (left_region), not after the 25 idle looks of a stream that stopped.
+// (page_out_left), not after the 25 idle looks of a stream that stopped.
 constexpr unsigned kLeftIdleLooks = 2;
 
 // A first look later than this after birth is no evidence (classify_first_look):
@@ -388,14 +388,16 @@ uint64_t lead_max_pages() {
     return cached;
 }
 
-// Where to page out up to behind a stream: 4 MiB behind its front, when
-// the cgroup has less free room than twice the lead (0: keep everything;
-// a program reading a region twice over with room to spare keeps it).
+// Whether the cgroup has less free room than twice the lead: what a stream
+// passed is then paged out (a program reading a region twice over with
+// room to spare keeps it).
 bool short_of_room() {
     MemoryFigures m = read_memory_figures();
     return m.limited && m.limit <= m.usage + 2 * lead_max_pages() * kPage;
 }
 
+// Where to page out up to behind a stream: 4 MiB behind its front when
+// short of room (0: keep everything).
 uint64_t drop_to(const Track &t) {
     constexpr uint64_t kKeep = (4u << 20) / kPage;
     if (t.front <= kKeep || !short_of_room()) return 0;
@@ -412,7 +414,7 @@ uint64_t drop_to(const Track &t) {
 // the thread cannot ask how far it got), MADV_PAGEOUT only walks the page
 // table.
 void page_out_left(Track &t) {
-    if (!short_of_room()) return;
+    if (t.cache_managed || !short_of_room()) return; // aware code drops that region's cache itself
     uint64_t from = std::min(t.stream_from, t.dropped_to);
     madvise((void *)(t.start + from * kPage), (t.pages - from) * kPage, MADV_PAGEOUT);
     t.dropped_to = t.pages;

@@ -45,6 +45,15 @@
 //       (enough for the detector, few enough pages that the run does not
 //       wait on the disk); prints whether it was promoted (two of these run
 //       in one cgroup).
+//   reread BUFFERS BUF_MIB
+//       issue 26's live job, small: BUFFERS buffers of BUF_MIB (malloc,
+//       disk regions) filled in order and all kept, then read back in
+//       order and checked. Halfway through buffer BUFFERS/2 the reader
+//       pauses 300 ms (the detector looks every 10-20 ms) and prints how
+//       much of the buffers it passed is still cached (passed_resident_mib,
+//       spillway_residency); just before the last buffer, how much of that
+//       one is; at the end the read phase's time and whether every word is
+//       intact.
 //   growth-io ... and want-promotion-io ...
 //       the same, while a thread pread(2)s 1 MiB from a file into the
 //       region's last MiB over and over (the kernel's stores into a region
@@ -406,6 +415,35 @@ int want_promotion(size_t region_mib, double seconds, bool io) {
     return 0;
 }
 
+int reread(size_t buffers, size_t buf_mib) {
+    size_t words = buf_mib * MiB / 8;
+    std::vector<uint64_t *> buf(buffers);
+    for (size_t c = 0; c < buffers; c++) {
+        buf[c] = (uint64_t *)malloc(buf_mib * MiB);
+        if (!buf[c]) return 3;
+        for (size_t i = 0; i < words; i++) buf[c][i] = mix(c * words + i);
+    }
+    auto t0 = Clock::now();
+    size_t bad = 0;
+    for (size_t c = 0; c < buffers; c++) {
+        if (c == buffers - 1)
+            printf("disk=%d\nlast_resident_mib=%.1f\n", spillway_is_disk_backed(buf[c]) == 1,
+                   spillway_residency(buf[c], buf_mib * MiB) / (double)MiB);
+        for (size_t i = 0; i < words; i++) {
+            bad += buf[c][i] != mix(c * words + i);
+            if (c == buffers / 2 && i == words / 2) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                long passed = 0;
+                for (size_t d = 0; d < c; d++) passed += spillway_residency(buf[d], buf_mib * MiB);
+                printf("passed_resident_mib=%.1f\n", passed / (double)MiB);
+            }
+        }
+    }
+    printf("read_ms=%.0f\nintact=%d\n", ms_since(t0), bad == 0);
+    for (uint64_t *b : buf) free(b);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -421,6 +459,7 @@ int main(int argc, char **argv) {
                       argc == 6 ? strtoull(argv[5], 0, 10) : 1, strcmp(argv[1], "growth-io") == 0);
     if (argc == 4 && strcmp(argv[1], "paced-fill") == 0)
         return paced_fill(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
+    if (argc == 4 && strcmp(argv[1], "reread") == 0) return reread(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && strcmp(argv[1], "hold") == 0)
         return hold(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))

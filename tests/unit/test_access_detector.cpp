@@ -1,6 +1,7 @@
 // test_access_detector.cpp — the detector's pure rules: presence compared
-// tick to tick, the verdict, stream continuation, the read-ahead lead, and
-// reading presence from this process's own page table.
+// tick to tick, the verdict, stream continuation, the read-ahead lead, when
+// a re-read has left its region, and reading presence from this process's
+// own page table.
 #include "access/access_detector.h"
 
 #include <catch2/catch.hpp>
@@ -171,4 +172,12 @@ TEST_CASE("a fresh region's first look: many short islands are random, one run o
     for (uint64_t i = 0; i < 40; i++) stray.push_back({i * 700, 1});
     CHECK(classify_first_look(compare_presence(few.data(), 32768, stray.data(), stray.size(), false)) ==
           Verdict::undecided);
+}
+
+TEST_CASE("a re-read has left its region once its front reached the end and stayed there for the looks asked") {
+    CHECK(left_at_end(16384, 16384, 2, 2));
+    CHECK(left_at_end(16384, 16384, 5, 2));
+    CHECK_FALSE(left_at_end(16384, 16384, 1, 2)); // one quiet look: it may still be reading its last pages
+    CHECK_FALSE(left_at_end(16383, 16384, 9, 2)); // stopped short of the end: not on to the next buffer
+    CHECK_FALSE(left_at_end(0, 0, 9, 2));
 }

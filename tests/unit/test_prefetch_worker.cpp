@@ -47,6 +47,11 @@ TEST_CASE("next_drop pages out whole steps up to the target only", "[prefetch_wo
     CHECK(d.count == 512);
     CHECK(next_drop(2048, 0, 512).count == 0); // 0: keep everything
     CHECK(next_drop(0, 700, 0).count == 700);
+    // At the region's end (the stream left it) the last partial step goes too.
+    d = next_drop(1024, 1300, 512, 1300);
+    CHECK(d.from == 1024);
+    CHECK(d.count == 276);
+    CHECK(next_drop(1024, 1300, 512, 1301).count == 0); // not the end: whole steps only
 }
 
 namespace {
@@ -161,6 +166,37 @@ TEST_CASE("the worker reads ahead of the front at the region's file offset, and 
     size_t now = fds + 1;
     for (int i = 0; i < 500 && now != fds; i++, sleep_ms(10)) now = open_fds();
     CHECK(now == fds);
+}
+
+TEST_CASE("the worker pages out from where the stream began when told, and a left region whole",
+          "[prefetch_worker]") {
+    // 9 MiB: 2304 pages, not a whole number of 2 MiB steps. The reader has
+    // mapped it all; the detector handed the stream over at page 1024, but
+    // the stream began at page 0 (drop_from).
+    SpillLike s(9u << 20, 0, 9u << 20);
+    prefetch_thread_start();
+    const size_t pages = (9u << 20) / kPage;
+    volatile char sink = 0;
+    for (size_t p = 0; p < pages; p++) sink = sink + ((char *)s.map)[p * kPage];
+    REQUIRE(resident(s.map, 0, pages) == pages);
+    PrefetchTarget t = s.target(1024, 1024, 0); // nothing to read ahead
+    t.drop_from = 0;
+    REQUIRE(prefetch_start(t, fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
+    t.front = 2048;
+    t.drop_to = 1536; // the reader moved on: [0, 1536) goes, in whole steps
+    REQUIRE(prefetch_update(t));
+    constexpr size_t kOtherCpuBatch = 31; // see the test above
+    size_t left = 1536;
+    for (int i = 0; i < 500 && left > kOtherCpuBatch; i++, sleep_ms(10)) left = resident(s.map, 0, 1536);
+    CHECK(left <= kOtherCpuBatch); // before the hand-over too
+    CHECK(resident(s.map, 1536, pages - 1536) == pages - 1536);
+    t.front = pages;
+    t.drop_to = pages; // the stream left the region at its end: all of it
+    REQUIRE(prefetch_update(t));
+    left = resident(s.map, 1536, pages - 1536);
+    for (int i = 0; i < 500 && left > kOtherCpuBatch; i++, sleep_ms(10)) left = resident(s.map, 1536, pages - 1536);
+    CHECK(left <= kOtherCpuBatch); // the last 256 pages, less than a step, included
+    prefetch_end(t.start, t.born);
 }
 
 TEST_CASE("a stream beyond the worker's slots is refused and its descriptor closed", "[prefetch_worker]") {

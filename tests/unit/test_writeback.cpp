@@ -2,7 +2,9 @@
 // really cleans the dirty pages of a disk region (the file's page cache, seen
 // by cachestat(2)), unmapping them first, and never touches the mapping of
 // an anonymous or memory region; each pass is counted in the exit stats
-// with the dirty bytes it wrote, the bytes it unmapped and its time.
+// with the dirty bytes it wrote, the bytes it unmapped and its time; the
+// pacer's own passes leave out a region nothing touched since one of them
+// wrote it, and take it back at its next store (and every 20th pass).
 #include "shim_fixture.h"
 
 #include "registry/arena.h"
@@ -284,5 +286,44 @@ TEST_CASE("a pass leaves a region being scattered into mapped and dirty until it
     sampler_hold(false);
     large_free(scattered);
     large_free(filled);
+    reaper_drain();
+}
+
+TEST_CASE("the pacer's passes leave out a region nothing touched since one of them wrote it, but every 20th") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t len = 16 << 20;
+    unsigned char *disk = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(disk);
+    Region *r = arena::region_at(disk);
+    REQUIRE(r->backing == Backing::disk);
+    not_at_random(disk); // a pass takes a random region only once a second
+    memset(disk, 7, len);
+    REQUIRE(writeback_pass(true, true) >= 1); // writes it (and any other disk region) and unmaps it
+    CHECK(mapped_pages(disk, len) == 0);
+    CHECK(file_dirty_pages(r) == 0);
+    // Nothing touched since: of 20 passes, 19 leave every region out (no
+    // range asked, nothing unmapped), one (kFullPassEvery) takes them all.
+    int left_out = 0, full = 0;
+    for (int i = 0; i < 20; i++) {
+        uint64_t u0 = g_stats.writeback_unmapped_bytes.load();
+        unsigned n = writeback_pass(true, true);
+        uint64_t unmapped = g_stats.writeback_unmapped_bytes.load() - u0;
+        left_out += n == 0 && unmapped == 0;
+        full += n >= 1 && unmapped >= len;
+    }
+    CHECK(left_out == 19);
+    CHECK(full == 1);
+    // A store maps a page again: the next pass takes the region back.
+    disk[len / 2] = 9;
+    CHECK(file_dirty_pages(r) + dirty_kb(disk) > 0);
+    uint64_t u0 = g_stats.writeback_unmapped_bytes.load();
+    CHECK(writeback_pass(true, true) >= 1);
+    CHECK(g_stats.writeback_unmapped_bytes.load() - u0 >= len);
+    CHECK(mapped_pages(disk, len) == 0);
+    CHECK(file_dirty_pages(r) == 0); // written, not left dirty
+    CHECK(disk[len / 2] == 9);
+    CHECK(disk[len / 2 + 1] == 7);
+    large_free(disk);
     reaper_drain();
 }

@@ -191,6 +191,10 @@ uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t mi
     return lead;
 }
 
+bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned needed) {
+    return pages > 0 && front >= pages && idle_looks >= needed;
+}
+
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow) {
     *overflow = false;

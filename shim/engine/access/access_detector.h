@@ -98,6 +98,11 @@ bool continues_run(const TickEvidence &e, uint64_t last_front);
 uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,
                              uint64_t max_pages);
 
+// Whether a re-read has left its region at the end: its front reached the
+// region's last page and did not move for `needed` looks (sampler.cpp,
+// page_out_left).
+bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned needed);
+
 // Reads which pages of [start, start + pages*4096) this process maps,
 // as sorted runs into runs[cap]. Returns the number of runs; sets *overflow
 // when there were more than cap (the listed ones are then a prefix).

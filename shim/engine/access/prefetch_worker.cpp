@@ -19,8 +19,8 @@ ReadStep next_read(uint64_t done, uint64_t front, uint64_t ahead_to, uint64_t ch
     return {from, n < chunk ? n : chunk};
 }
 
-ReadStep next_drop(uint64_t dropped, uint64_t drop_to, uint64_t align) {
-    uint64_t to = align ? drop_to / align * align : drop_to;
+ReadStep next_drop(uint64_t dropped, uint64_t drop_to, uint64_t align, uint64_t pages) {
+    uint64_t to = align && drop_to < pages ? drop_to / align * align : drop_to;
     if (to <= dropped) return {dropped, 0};
     return {dropped, to - dropped};
 }
@@ -71,7 +71,7 @@ bool pick(Work &w) {
         Slot &s = g_slots[i];
         if (!s.used) continue;
         w = {};
-        w.drop = next_drop(s.dropped, s.target.drop_to, kDropAlignPages);
+        w.drop = next_drop(s.dropped, s.target.drop_to, kDropAlignPages, s.target.pages);
         w.read = next_read(s.done, s.target.front, s.target.ahead_to, kChunkPages);
         if (!w.drop.count && !w.read.count) continue;
         w.slot = i;
@@ -144,7 +144,8 @@ bool prefetch_start(const PrefetchTarget &t, int fd) {
     free_slot->fd = fd;
     free_slot->target = t;
     free_slot->done = t.front;
-    free_slot->dropped = t.front; // what the reader passed before is not ours to judge
+    // What the reader passed before this stream began is not ours to judge.
+    free_slot->dropped = t.drop_from < t.front ? t.drop_from : t.front;
     pthread_cond_signal(&g_wake);
     pthread_mutex_unlock(&g_lock);
     return true;

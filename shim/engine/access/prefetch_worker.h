@@ -35,7 +35,17 @@ struct PrefetchTarget {
     uint64_t pages = 0;    // region length
     uint64_t front = 0;    // the reader's front as last seen
     uint64_t ahead_to = 0; // have read up to this page
-    uint64_t drop_to = 0;  // page out what lies before this page (0: nothing)
+    uint64_t drop_to = 0;  // page out what lies before this page (0: nothing;
+                           // pages: the whole region, its last partial step too)
+    // Where paging out starts when the worker takes the stream: the page
+    // the detector saw this stream begin at (or had paged out up to
+    // itself). UINT64_MAX: the front at hand-over. Why not always the front:
+    // the detector hands a stream over only after it has run 8 MiB, and a
+    // re-read of 64 MiB buffers then left an eighth of every buffer cached
+    // behind the reader (plus the 4 MiB kept at its end), more than a 1 GiB
+    // cgroup holds over 128 buffers: reclaim took the oldest pages instead,
+    // the last buffers written, and all 8 GiB were read back from disk.
+    uint64_t drop_from = UINT64_MAX;
 };
 
 // The next piece to read for a stream read up to `done`: [from, from+count)
@@ -47,8 +57,9 @@ struct ReadStep {
 ReadStep next_read(uint64_t done, uint64_t front, uint64_t ahead_to, uint64_t chunk);
 
 // The range to page out behind a stream: [dropped, to) rounded down to
-// `align` pages, or empty (to <= dropped).
-ReadStep next_drop(uint64_t dropped, uint64_t drop_to, uint64_t align);
+// `align` pages, or empty (to <= dropped). A drop_to at the region's end
+// (pages) is not rounded: the stream left the region.
+ReadStep next_drop(uint64_t dropped, uint64_t drop_to, uint64_t align, uint64_t pages = UINT64_MAX);
 
 // Starts the thread (once; again after fork). Called with the detector's
 // own start, when the first disk region is made, never later: a thread

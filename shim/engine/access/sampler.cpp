@@ -57,6 +57,10 @@ constexpr uint64_t kFedMarginPages = (8u << 20) / kPage;
 // A stream is read ahead of by the worker once it has run this far: shorter
 // ones are contiguous slices read in random order (update_clustered).
 constexpr uint64_t kLongStreamPages = (8u << 20) / kPage;
+// A re-read whose front reached its region's end and did not move for this
+// many looks (10-20 ms each) has left the region: it ends at once
+// (page_out_left), not after the 25 idle looks of a stream that stopped.
+constexpr unsigned kLeftIdleLooks = 2;
 
 // A first look later than this after birth is no evidence (classify_first_look):
 // under a memory limit, reclaim may have shredded what a pass left.
@@ -98,6 +102,7 @@ struct Track {
     uint64_t stream_from = 0;    // where the current stream began
     bool streaming = false;
     bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
+    bool left_due = false; // a re-read left the region at its end: page out its rest (after publish_all)
     unsigned idle_looks = 0;
     bool fed = false;        // read ahead of: a re-read of written pages
     bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
@@ -383,15 +388,36 @@ uint64_t lead_max_pages() {
     return cached;
 }
 
-// Where to page out up to behind a stream: 4 MiB behind its front, when
-// the cgroup has less free room than twice the lead (0: keep everything;
-// a program reading a region twice over with room to spare keeps it).
+// Whether the cgroup has less free room than twice the lead: what a stream
+// passed is then paged out (a program reading a region twice over with
+// room to spare keeps it).
+bool short_of_room() {
+    MemoryFigures m = read_memory_figures();
+    return m.limited && m.limit <= m.usage + 2 * lead_max_pages() * kPage;
+}
+
+// Where to page out up to behind a stream: 4 MiB behind its front when
+// short of room (0: keep everything).
 uint64_t drop_to(const Track &t) {
     constexpr uint64_t kKeep = (4u << 20) / kPage;
-    if (t.front <= kKeep) return 0;
-    MemoryFigures m = read_memory_figures();
-    if (!m.limited || m.limit > m.usage + 2 * lead_max_pages() * kPage) return 0;
+    if (t.front <= kKeep || !short_of_room()) return 0;
     return t.front - kKeep;
+}
+
+// A re-read that left its region at the end (kLeftIdleLooks): what it
+// passed is paged out whole when the cgroup is short of room, the 4 MiB
+// drop_to keeps behind a moving front included. Why: a reader moving
+// through many buffers left that much of each cached; over 128 buffers of
+// 64 MiB in a 1 GiB cgroup it crowded out the last buffers written, still
+// cached from the fill, and reclaim (oldest first) evicted them before the
+// reader came to them. Over pages already paged out (by the worker, which
+// the thread cannot ask how far it got), MADV_PAGEOUT only walks the page
+// table.
+void page_out_left(Track &t) {
+    if (t.cache_managed || !short_of_room()) return; // aware code drops that region's cache itself
+    uint64_t from = std::min(t.stream_from, t.dropped_to);
+    madvise((void *)(t.start + from * kPage), (t.pages - from) * kPage, MADV_PAGEOUT);
+    t.dropped_to = t.pages;
 }
 
 void feed_stream(Track &t) {
@@ -412,6 +438,7 @@ void feed_stream(Track &t) {
         p.front = t.front;
         p.ahead_to = target;
         p.drop_to = drop;
+        p.drop_from = t.dropped_to; // where this stream began (prefetch_worker.h)
         if (t.handed) {
             t.handed = prefetch_update(p);
         } else {
@@ -578,8 +605,14 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.streaming = false; // scattered faults: stop reading ahead at once
     } else if (t.streaming && e.new_pages) {
         t.streaming = false; // new pages, but not where the stream was going
-    } else if (t.streaming && ++t.idle_looks >= 25) {
-        t.streaming = false; // ~0.5 s without the stream moving: it stopped
+    } else if (t.streaming) {
+        ++t.idle_looks;
+        if (t.fed && left_at_end(t.front, t.pages, t.idle_looks, kLeftIdleLooks)) {
+            t.streaming = false; // a re-read left its region at the end (on to the next buffer)
+            t.left_due = true;
+        } else if (t.idle_looks >= 25) {
+            t.streaming = false; // ~0.5 s without the stream moving: it stopped
+        }
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue
     update_clustered(t, e, v, continuing);
@@ -681,6 +714,11 @@ uint64_t tick(uint64_t now) {
         any_fed |= feeds_itself(t);
     }
     publish_all();
+    for (size_t i = 0; i < g_track_count; i++) // no lock: on addresses, as feed_stream
+        if (g_tracks[i].left_due) {
+            g_tracks[i].left_due = false;
+            page_out_left(g_tracks[i]);
+        }
     // Read-ahead after the advice is set (no lock: on addresses, see feed_stream).
     if (any_fed)
         for (size_t i = 0; i < g_track_count; i++)

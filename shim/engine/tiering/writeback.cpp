@@ -13,7 +13,9 @@
 #include "sites/callsite.h"
 #include "stats/stats.h"
 
+#include <algorithm>
 #include <atomic>
+#include <new>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -42,6 +44,9 @@ constexpr unsigned kMaxUnmapped = 512;
 // Unmapped per hold of the large lock: a few ms of page-table work, so an
 // allocating thread never waits long behind the pass.
 constexpr size_t kUnmapStep = 64ull << 20;
+
+// Leaving quiet regions out (writeback_pass): every this many passes, none.
+constexpr unsigned kFullPassEvery = 20;
 
 std::atomic<bool> g_started{false};
 std::atomic<uint64_t> g_passes{0}, g_polls{0};
@@ -77,10 +82,27 @@ struct FileRange {
     bool random; // its region is in a random phase
 };
 
+// A region by identity: an address range is reused (born tells them apart),
+// and a region moved to memory and back has new file pages (file, file_off).
+struct RegionKey {
+    uintptr_t start;
+    size_t len;
+    uint64_t born;
+    const SpillFile *file;
+    uint64_t file_off;
+    bool operator<(const RegionKey &o) const { return start < o.start; }
+    bool operator==(const RegionKey &o) const {
+        return start == o.start && len == o.len && born == o.born && file == o.file && file_off == o.file_off;
+    }
+};
+
+RegionKey key_of(const Region *r) { return {r->start, r->map_len, r->born_ns, r->file, r->file_off}; }
+
 struct MappedRange {
     const Region *r; // compared only, never dereferenced without the large lock
     uintptr_t start;
     size_t len;
+    RegionKey key;
 };
 
 // A region a pass may unmap and write: live, disk-backed, mapped shared, ours.
@@ -102,13 +124,56 @@ bool written_at_random(const Region *r) {
     return site->access.load(std::memory_order_relaxed) == (int)Access::random;
 }
 
+// The leave_quiet passes' own state (they run on one thread at a time: the
+// pacer's, or a test's with the pacer not started): the regions the last
+// such pass unmapped whole or left out, sorted by start, and the regions
+// the present pass leaves out.
+std::mutex g_quiet_lock; // held through a leave_quiet pass
+RegionKey g_written[kMaxUnmapped], g_quiet[kMaxUnmapped];
+unsigned g_n_written = 0, g_n_quiet = 0, g_quiet_passes = 0;
+int g_pagemap = -1;
+
+bool in(const RegionKey *keys, unsigned n, const RegionKey &k) {
+    const RegionKey *at = std::lower_bound(keys, keys + n, k);
+    return at != keys + n && *at == k;
+}
+
+// Whether the process maps any page of [start, start+len): -1 unknown.
+int any_mapped(uintptr_t start, size_t len) {
+    if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    PageRun run;
+    bool more = false;
+    long n = read_presence(g_pagemap, start, len / 4096, &run, 1, &more);
+    return n < 0 ? -1 : n > 0;
+}
+
+// Which of the regions the last pass wrote have no page mapped now: into
+// g_quiet. The list is copied under the large lock; pagemap is read without it.
+void find_quiet() {
+    g_n_quiet = 0;
+    if (!g_n_written || ++g_quiet_passes % kFullPassEvery == 0) return;
+    RegionKey live[kMaxUnmapped];
+    unsigned n = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r && n < kMaxUnmapped; r = r->next)
+            if (writable_shared_disk(r) && in(g_written, g_n_written, key_of(r))) live[n++] = key_of(r);
+    }
+    // A region freed meanwhile and its range given to another disk region
+    // has another born: not in g_written, so never left out.
+    for (unsigned i = 0; i < n; i++)
+        if (any_mapped(live[i].start, live[i].len) == 0) g_quiet[g_n_quiet++] = live[i];
+    std::sort(g_quiet, g_quiet + g_n_quiet);
+}
+
 // Copies the disk-backed file ranges of live regions, one range per region
 // (the ranges of one file share one dup of its descriptor), and the address
 // ranges of up to kMaxUnmapped of those regions (for unmap_before_writing).
 // Regions in a random phase only when with_random; *took_random says whether
-// one was taken. Holds the large lock only for the copy.
+// one was taken. With leave_quiet, the regions find_quiet found are left
+// out. Holds the large lock only for the copy.
 unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n_mapped, bool with_random,
-                  bool *took_random) {
+                  bool *took_random, bool leave_quiet) {
     const SpillFile *files[kMaxFiles];
     int fds[kMaxFiles];
     unsigned n = 0, n_files = 0;
@@ -120,6 +185,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
         if (!writable_shared_disk(r)) continue;
         bool random = written_at_random(r);
         if (random && !with_random) continue;
+        if (leave_quiet && in(g_quiet, g_n_quiet, key_of(r))) continue;
         unsigned i = 0;
         while (i < n_files && files[i] != f) i++;
         bool first = i == n_files;
@@ -129,7 +195,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
             files[n_files] = f;
             fds[n_files++] = fd;
         }
-        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len};
+        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len, key_of(r)};
         *took_random |= random;
         out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random};
     }
@@ -151,10 +217,13 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
 // or anonymous mapping MADV_DONTNEED would discard data, and under the lock
 // no region can be freed, created or remapped private at that address (a
 // move maps files MAP_SHARED over it: harmless too).
-// Returns the bytes of address range whose page-table entries it dropped.
-uint64_t unmap_before_writing(const MappedRange *mapped, unsigned n) {
+// Returns the bytes of address range whose page-table entries it dropped;
+// the regions it unmapped whole go to whole[] (kMaxUnmapped of them).
+uint64_t unmap_before_writing(const MappedRange *mapped, unsigned n, RegionKey *whole, unsigned *n_whole) {
     uint64_t unmapped = 0;
+    *n_whole = 0;
     for (unsigned i = 0; i < n; i++) {
+        size_t done = 0;
         for (size_t off = 0; off < mapped[i].len; off += kUnmapStep) {
             std::lock_guard<std::mutex> guard(large_lock());
             const Region *live = registry_first();
@@ -164,8 +233,10 @@ uint64_t unmap_before_writing(const MappedRange *mapped, unsigned n) {
                 break;
             size_t step = mapped[i].len - off < kUnmapStep ? mapped[i].len - off : kUnmapStep;
             if (madvise((void *)(mapped[i].start + off), step, MADV_DONTNEED) == 0) // EINVAL if mlocked: left mapped
-                unmapped += step;
+                done += step;
         }
+        unmapped += done;
+        if (done == mapped[i].len) whole[(*n_whole)++] = mapped[i].key;
     }
     return unmapped;
 }
@@ -193,7 +264,7 @@ void *writeback_main(void *) {
     for (;;) {
         DirtyFigures f = read_dirty_figures();
         g_polls.fetch_add(1, std::memory_order_relaxed);
-        if (writeback_due(f)) writeback_pass(false);
+        if (writeback_due(f)) writeback_pass(false, true);
         long ms = period_ms(f);
         timespec ts = {ms / 1000, (ms % 1000) * 1000000};
         nanosleep(&ts, nullptr);
@@ -239,16 +310,22 @@ uint64_t next_random_interval(uint64_t interval_ns, uint64_t written_last, uint6
 
 uint64_t writeback_random_interval_ns() { return g_random_interval_ns.load(); }
 
-unsigned writeback_pass(bool wait) {
+unsigned writeback_pass(bool wait, bool leave_quiet) {
+    std::unique_lock<std::mutex> quiet_guard(g_quiet_lock, std::defer_lock);
+    if (leave_quiet) {
+        quiet_guard.lock();
+        find_quiet();
+    }
     const uint64_t t0 = monotonic_ns();
     FileRange ranges[kMaxFiles];
     MappedRange mapped[kMaxUnmapped];
-    unsigned n_mapped = 0;
+    RegionKey whole[kMaxUnmapped];
+    unsigned n_mapped = 0, n_whole = 0;
     bool took_random = false;
     unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped,
                           writes_random_regions(t0, g_random_pass_ns.load(), g_random_interval_ns.load()),
-                          &took_random);
-    uint64_t unmapped = unmap_before_writing(mapped, n_mapped);
+                          &took_random, leave_quiet);
+    uint64_t unmapped = unmap_before_writing(mapped, n_mapped, whole, &n_whole);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
     // What the pass writes: the ranges' dirty bytes, measured after the
@@ -287,6 +364,12 @@ unsigned writeback_pass(bool wait) {
         g_passes.fetch_add(1, std::memory_order_relaxed);
         stats_on_writeback_pass(written, unmapped, monotonic_ns() - t0);
     }
+    if (leave_quiet) { // what the next pass may leave out: unmapped and written now, or left out now
+        g_n_written = 0;
+        for (unsigned i = 0; i < n_whole; i++) g_written[g_n_written++] = whole[i];
+        for (unsigned i = 0; i < g_n_quiet && g_n_written < kMaxUnmapped; i++) g_written[g_n_written++] = g_quiet[i];
+        std::sort(g_written, g_written + g_n_written);
+    }
     return n;
 }
 
@@ -301,6 +384,12 @@ void writeback_notice() {
 void writeback_after_fork_child() {
     // The thread did not survive fork; the inherited files are the parent's.
     g_started.store(false);
+    // The inherited pagemap descriptor reads the PARENT's page tables, and
+    // the pass it may have been in holds the lock for nobody here.
+    if (g_pagemap >= 0) close(g_pagemap);
+    g_pagemap = -1;
+    new (&g_quiet_lock) std::mutex();
+    g_n_written = g_n_quiet = g_quiet_passes = 0;
 }
 
 uint64_t writeback_passes() { return g_passes.load(); }

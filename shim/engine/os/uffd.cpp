@@ -195,7 +195,18 @@ int register_range(int fd, uintptr_t at, size_t len, uint64_t modes) {
 
 int unregister_range(int fd, uintptr_t at, size_t len) {
     uffdio_range r{at, len};
-    return ioctl_rc(fd, UFFDIO_UNREGISTER, &r);
+    if (int rc = ioctl_rc(fd, UFFDIO_UNREGISTER, &r)) return rc;
+    // UFFDIO_UNREGISTER wakes the range's waiters first and takes the range
+    // out of the context after. A CPU fault handled under the per-VMA lock
+    // (Linux 6.6+) does not wait for the mmap_lock UFFDIO_UNREGISTER holds:
+    // one that began before the VMA's write lock was taken finds the range
+    // still registered, can enqueue itself after that wake, and sleeps until
+    // the next wake of its address: for a pull, the context's close when the
+    // whole move ends (a test that joins the thread first hangs). Once
+    // UFFDIO_UNREGISTER has returned, every such fault is enqueued (the
+    // VMA's write lock waited for its read lock, held until it is): this
+    // wake reaches it, and its retry finds the range unregistered.
+    return wake(fd, at, len);
 }
 
 int write_protect(int fd, uintptr_t at, size_t len) {

@@ -48,8 +48,9 @@ constexpr uint64_t kModeMinor = 1u << 2;
 // non-blocking; the descriptor, or -errno.
 int open_context(uint64_t features, bool user_only);
 int register_range(int fd, uintptr_t at, size_t len, uint64_t modes);
-// Also wakes the threads waiting on a fault in the range (they retry it as
-// an ordinary fault).
+// Also wakes the threads waiting on a fault in the range, every one of them
+// (they retry it as an ordinary fault): the kernel's own wake can miss a
+// fault that is being handled meanwhile (uffd.cpp says why).
 int unregister_range(int fd, uintptr_t at, size_t len);
 int write_protect(int fd, uintptr_t at, size_t len);
 // Wakes threads waiting on a fault in [at, at+len) (they retry it).

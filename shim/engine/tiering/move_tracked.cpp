@@ -94,6 +94,7 @@ struct TrackedMover::Helper {
     pthread_t tid{};
     bool running = false;
     std::atomic<bool> stopping{false};
+    std::atomic<bool> gone{false}; // main returned: no job posted from now on runs
     // The job: register [from, from+len) with modes (unless 0), then
     // mremap(from, len, len, flags, to); result 0 or -errno.
     std::atomic<bool> posted{false}, done{true};
@@ -126,7 +127,7 @@ struct TrackedMover::Helper {
                 continue;
             }
             pollfd fds[2] = {{self->uffd, POLLIN, 0}, {self->kick_fd, POLLIN, 0}};
-            if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
+            if (poll(fds, 2, -1) < 0 && errno != EINTR) break; // remap() then fails instead of waiting
             if (fds[1].revents) {
                 uint64_t v;
                 ssize_t ignored = read(self->kick_fd, &v, sizeof v);
@@ -136,6 +137,7 @@ struct TrackedMover::Helper {
             uffd::read_messages(self->uffd, &got);
             self->keep(got);
         }
+        self->gone.store(true);
         return nullptr;
     }
 
@@ -194,6 +196,11 @@ struct TrackedMover::Helper {
             if (remaps) break;
             if (done.load()) { // failed, or moved a range no event is sent for
                 rc = result;
+                break;
+            }
+            if (gone.load() && posted.exchange(false)) { // never taken: nothing moved
+                done.store(true);
+                rc = -EIO;
                 break;
             }
             // Until the helper runs, nothing waits: leave it the processor.

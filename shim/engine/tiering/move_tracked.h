@@ -34,8 +34,9 @@
 //    From then the old file is mapped nowhere, so its bytes cannot change;
 //    every access to the range waits for its page. The chunk is copied in
 //    small batches, the ones someone waits in first, and each batch copied
-//    leaves the context (UFFDIO_UNREGISTER of its range wakes its waiters,
-//    whose faults then map dest's pages as any fault would).
+//    leaves the context (uffd::unregister_range wakes its waiters, also a
+//    fault the kernel's own wake misses, and their faults then map dest's
+//    pages as any fault would).
 //
 //  file to file (exporting a region of the disk pool): pulled into a memfd
 //    of the chunk's size, then blocked from it into dest.

@@ -736,7 +736,7 @@ uint64_t probe_tick(uint64_t now) {
         }
     }
     for (size_t i = 0; i < n; i++) probes_read(*g_due_sets[i], g_pagemap, now);
-    probes_apply(g_due_sets, n); // one hold of the large lock, if any page is to be unmapped
+    probes_apply(g_due_sets, n); // the calls outside the large lock, each region held (probe_hold.h)
     uint64_t after = monotonic_ns();
     cpu = program_cpu_ns();
     for (size_t i = 0; i < n; i++) {

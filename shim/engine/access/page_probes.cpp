@@ -34,14 +34,18 @@ constexpr uint64_t kStillNs = 100'000'000;
 constexpr uint64_t kWindowClockMaxNs = 1'000'000'000; // a window with no CPU time closes after this
 
 std::atomic<uint64_t> g_touches{0}, g_cycles{0};
-// Bytes the live sets' probes may demote from 2 MiB to 4 KiB mappings
-// (unhuge_charge each; the sampler thread's alone), at most
+// Bytes the probes of live regions may demote from 2 MiB to 4 KiB mappings
+// (unhuge_charge each, until the region is gone: probes_free, probes_uncharge;
+// the sampler thread's alone), at most
 // kUnhugeMaxBytes: every demoted block is walked entry by entry at each of
 // presence's looks, where a huge mapping is one entry (measured,
 // tests/bench/detector_cost.c, 16 regions of 256 MiB read at random, load
 // 4-8: the sampler used 2.5-2.8% of a core with all 4 GiB demoted,
-// 1.0-1.3% with 1 GiB, 0.1-0.4% with none). 512 MiB: the pair
-// (two 512 MiB regions, 256 MiB of probed blocks each) fits.
+// 1.0-1.3% with 1 GiB, 0.1-0.4% with none, when every look walked them;
+// quiet ticks now skip demoted regions, sampler.cpp kDemotedPeriodNs).
+// 512 MiB: the pair (two 512 MiB regions, 256 MiB of probed blocks
+// each) fits. The charge stays while the region lives (its blocks stay
+// demoted after its probes retire), so the cap bounds what presence walks.
 uint64_t g_unhuge_bytes = 0;
 constexpr uint64_t kUnhugeMaxBytes = uint64_t(512) << 20;
 uint64_t unhuge_charge(const ProbeSet &s) { return std::min<uint64_t>(s.pages, uint64_t(s.count) * 512) * 4096; }
@@ -224,11 +228,14 @@ ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t se
     return s;
 }
 
-void probes_free(ProbeSet *s) {
-    if (!s) return;
-    if (s->unhuge) g_unhuge_bytes -= unhuge_charge(*s);
+uint64_t probes_free(ProbeSet *s) {
+    if (!s) return 0;
+    uint64_t charged = s->unhuge ? unhuge_charge(*s) : 0;
     mi_free(s); // trivially destructible
+    return charged;
 }
+
+void probes_uncharge(uint64_t bytes) { g_unhuge_bytes -= std::min(bytes, g_unhuge_bytes); }
 
 bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
     if (s.gone || (s.broken && !s.retiring)) return false;

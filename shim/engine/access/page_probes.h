@@ -39,10 +39,11 @@
 // again by 4 KiB entries (one fault maps the whole folio; measured). That
 // cycle counts blocks, not pages, and is discarded (settling); presence
 // is told the whole block is present until it is mapped again (its refault
-// is no news of access). At most 512 MiB of probed blocks are demoted at a
-// time (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted block
-// entry by entry at every look); a set over the cap probes only its
-// strata not mapped huge, as before. The price:
+// is no news of access). At most 512 MiB of probed blocks are demoted in
+// live regions (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted
+// block entry by entry, so a region with demoted blocks is looked at whole
+// once a second while the process faults little, sampler.cpp); a set over
+// the cap probes only its strata not mapped huge, as before. The price:
 // the probed blocks stay mapped by 4 KiB entries for the region's life,
 // the recycled mapping's too (the issue's scatter took 0.40-0.48 s on such
 // a table against 0.27-0.29 s all huge and 0.60-0.70 s all 4 KiB).
@@ -100,7 +101,11 @@ namespace spillway {
 // Re-measured with the 2 ms first windows and 100 ms minimum rest, main's
 // build beside it in pairs (load 4-8): 10-40 ms with huge-mapped regions
 // left unprobed as before, 20-40 ms for main; 80-140 ms with probed
-// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below).
+// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below). Again
+// on 2026-12-02 (load 10-15, interleaved with the build before this
+// paragraph's): 30-70 ms (0.3-0.7% of a core) against 60-80 ms, and
+// 0-10 ms with profile.probe off (docs/benchmarks.md, "Learning without a
+// memory limit").
 constexpr uint64_t kProbeTouchesPerS = 512;
 // The burst: this long's worth of kProbeTouchesPerS may be spent at once
 // (0.5% of one second of the program's time at most, once per idle second).
@@ -169,7 +174,11 @@ struct ProbeResult {
 // A set for the region [start, start + pages*4096) born at `born`, its
 // first step due now; nullptr if out of memory.
 ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t seed, uint64_t now);
-void probes_free(ProbeSet *s);
+// Frees s. Blocks its probes demoted stay mapped by 4 KiB entries while
+// the region lives, so their bytes stay charged to the 512 MiB cap:
+// returns them, for probes_uncharge once the region is gone (0: none).
+uint64_t probes_free(ProbeSet *s);
+void probes_uncharge(uint64_t bytes);
 
 // Whether a step is due: by the clock, and for a window closing, by the
 // program's CPU time too (cpu_ns: program_cpu_ns); if not, next_ns moves

@@ -42,10 +42,12 @@ constexpr uint64_t kFeedPeriodNs = 10'000'000;   // while reading ahead of one
 // A region whose probes demoted blocks to 4 KiB mappings (page_probes.h) is
 // looked at whole this often while the process faults little: the walk
 // reads each demoted block's 512 entries where a huge mapping is one
-// (measured, 6.18: 6.3 ns an entry, 0.41 ms a look at 256 MiB demoted;
-// tests/bench/detector_cost.c, 512 MiB demoted: 0.8-1.4% of a core with a
-// look every 100 ms). Such a region was wholly mapped when it was demoted,
-// and without pressure nothing unmaps it: quiet ticks have no news there.
+// (measured, 6.18: 6.3 ns an entry, 0.41 ms a look at 256 MiB demoted; a
+// profile of the sampler in tests/bench/detector_cost.c, 512 MiB demoted
+// and a look every 100 ms: 78% of its time in that walk). Probes start only
+// on a region presence sees still, and a block is demoted only where it was
+// mapped whole; without pressure nothing unmaps it, so a tick with few
+// faults has little to find there, and finds it within a second.
 constexpr uint64_t kDemotedPeriodNs = 1'000'000'000;
 // A tick with at least this many faults (not on probes) looks at demoted
 // regions on the usual period: the pages of one stream's tick

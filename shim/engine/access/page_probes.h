@@ -102,8 +102,8 @@ namespace spillway {
 // build beside it in pairs (load 4-8): 10-40 ms with huge-mapped regions
 // left unprobed as before, 20-40 ms for main; 80-140 ms with probed
 // blocks demoted to 4 KiB mappings (capped at 512 MiB, see below). Again
-// on 2026-12-02 (load 10-15, interleaved with the build before this
-// paragraph's): 30-70 ms (0.3-0.7% of a core) against 60-80 ms, and
+// on 2026-12-02 (load 5-15, interleaved with the build before this
+// paragraph's): 30-70 ms (0.3-0.7% of a core) against 50-90 ms, and
 // 0-10 ms with profile.probe off (docs/benchmarks.md, "Learning without a
 // memory limit").
 constexpr uint64_t kProbeTouchesPerS = 512;

@@ -14,6 +14,7 @@
 #include "large/large.h"
 #include "large/recycle.h"
 #include "os/lock_unless_held.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "sites/callsite.h"
 #include "stats/stats.h"
@@ -87,6 +88,7 @@ void fork_child() {
     const bool inherited_disk = large_privatise_inherited(trusted); // 3
     backing_after_fork_child();                                    //  4
     registry_after_fork_child();                                   //  5
+    probe_hold_after_fork_child();                                 //  5
     large_after_fork_child(trusted);                               //  6
     reaper_after_fork_child(trusted);                              //  7
     recycle_after_fork_child(trusted);                             //  8

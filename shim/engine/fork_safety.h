@@ -39,6 +39,10 @@
 //   instant are not taken; the child re-initialises them instead: the
 //   call-site insert lock, the backing pool and spill-directory locks, the
 //   prefetch worker's lock.
+//   The page probes' hold lock (registry/probe_hold.h) is taken before 5 and
+//   may be awaited under 3, never under 5; prepare does not take it (a
+//   probe's calls outside the lock touch only the parent's own page
+//   tables), and the child re-initialises it.
 //   Stats are atomics and the logger write()s: no lock.
 //   Not a lock of this process but held across processes: the tiering
 //   claims file's flock (tiering/claims.cpp). It is never held while waiting for
@@ -77,7 +81,8 @@
 //       marked foreign (needs the registry and the files as the parent left
 //       them: before 4 forgets the pools)
 //    4. backing: the pools forgotten (foreign), their locks anew
-//    5. registry: the large lock anew
+//    5. registry: the large lock anew, and the probes' hold released (its
+//       thread is gone; 7 and 8 retire regions, which wait out a hold)
 //    6. large: untrusted: the threshold to SIZE_MAX (every new allocation
 //       takes the small path), inherited regions never retired
 //    7. reaper: what was queued retired inline (trusted) or left mapped; its

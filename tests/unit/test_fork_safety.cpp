@@ -2,13 +2,17 @@
 // forking thread holds them, never wait for themselves, release exactly what
 // they took, restore the signal mask, and make a child whose fork
 // interrupted the shim untrusted (its large path off, inherited regions
-// left alone) while a normal child keeps a working large path.
+// left alone) while a normal child keeps a working large path, even when
+// the parent's page probe held a region at the fork.
 #include "fork_safety.h"
 #include "large/large.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "tiering/rehome.h"
 #include "registry/arena.h"
 #include "backing/backing.h"
+#include "backing/reaper.h"
+#include "spillway.h"
 #include "shim_fixture.h"
 
 #include <atomic>
@@ -164,4 +168,39 @@ TEST_CASE("an untrusted fork child moves no region; a trusted one knows which re
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
     large_free(inherited);
+}
+
+TEST_CASE("a fork while a page probe holds a region: the child frees it without waiting for the probe") {
+    test::bring_up();
+    bool use_small = false;
+    auto *inherited = (unsigned char *)large_alloc(4 << 20, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(inherited);
+    memset(inherited, 5, 4 << 20);
+    Region *r = arena::region_at(inherited);
+    probe_hold_begin(); // the sampler's probe, in the middle of its calls
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        probe_hold_publish(r);
+    }
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        alarm(20); // a wait on the parent's hold would never end: killed, the test fails
+        fork_child();
+        bool ok = !fork_child_untrusted() && probe_held() == nullptr;
+        large_free(inherited); // retired inline (the child has no reaper thread yet)
+        reaper_drain();
+        ok = ok && arena::region_at(inherited) != r;
+        _exit(ok ? 0 : 1);
+    }
+    fork_parent();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(probe_held() == r);
+    probe_hold_end();
+    CHECK(inherited[0] == 5);
+    large_free(inherited);
+    reaper_drain();
 }

@@ -1,18 +1,27 @@
 // test_large.cpp — the large path end to end, without preloading: regions
 // are published, zeroed, resized in place or moved without losing bytes,
-// retired, and refused with ENOMEM for impossible sizes.
+// retired, and refused with ENOMEM for impossible sizes; a retirement, a
+// resize and an exported region's free wait out the page probes' hold.
 #include "shim_fixture.h"
 
 #include "large/policy.h"
 #include "backing/reaper.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "spillway.h"
 #include "stats/stats.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <mimalloc.h>
+#include <fcntl.h>
+#include <string>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -115,4 +124,98 @@ TEST_CASE("stats count regions, bytes and peaks by backing") {
     large_free(p);
     reaper_drain();
     CHECK(stats_json().find("\"memory\":") != std::string::npos);
+}
+
+namespace {
+// Plays the page probes' side of probe_hold.h on r: from the check under
+// the large lock to the end of its calls (released by probe_hold_end).
+void hold_as_probe(Region *r) {
+    probe_hold_begin();
+    std::lock_guard<std::mutex> guard(large_lock());
+    probe_hold_publish(r);
+}
+
+void sleep_ms(long ms) {
+    timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, nullptr);
+}
+} // namespace
+
+TEST_CASE("a retirement waits out a probe's hold before it unmaps the region and gives its range back") {
+    test::bring_up();
+    void *p = alloc(4 << 20, SPILLWAY_PREFER_DISK);
+    Region *r = arena::region_at(p);
+    hold_as_probe(r);
+    std::atomic<bool> done{false};
+    std::thread freer([&] {
+        large_free(p);
+        reaper_drain(); // the recycle cache too: retired
+        done = true;
+    });
+    sleep_ms(200); // ample for the retirement, had it not waited
+    CHECK_FALSE(done);
+    CHECK(arena::region_at(p) == r); // still mapped and published
+    probe_hold_end();
+    freer.join();
+    CHECK(done);
+    CHECK(arena::region_at(p) != r);
+}
+
+TEST_CASE("a realloc waits out a probe's hold before it resizes the region") {
+    test::bring_up();
+    unsigned char *p = (unsigned char *)alloc(4 << 20, SPILLWAY_PREFER_DISK);
+    memset(p, 0x3C, 4 << 20);
+    Region *r = arena::region_at(p);
+    hold_as_probe(r);
+    std::atomic<bool> done{false};
+    unsigned char *q = nullptr;
+    std::thread resizer([&] {
+        q = (unsigned char *)large_realloc(p, 64 << 20);
+        done = true;
+    });
+    sleep_ms(200);
+    CHECK_FALSE(done);
+    CHECK(r->map_len == (4u << 20)); // not resized meanwhile
+    probe_hold_end();
+    resizer.join();
+    REQUIRE(q);
+    CHECK(q[0] == 0x3C);
+    CHECK(q[(4 << 20) - 1] == 0x3C);
+    large_free(q);
+    reaper_drain();
+}
+
+TEST_CASE("freeing an exported region waits out a probe's hold before it unmaps it") {
+    test::bring_up();
+    void *p = alloc(4 << 20, SPILLWAY_PREFER_DISK);
+    Region *r = arena::region_at(p);
+    RegionView v;
+    std::string name = test::settings().spill_dir + "/probe-hold-export";
+    REQUIRE(large_export(p, [](int fd, size_t size, void *ctx, char *path, size_t cap) {
+                const std::string &to = *static_cast<std::string *>(ctx);
+                if (ftruncate(fd, (off_t)size) != 0) return -errno;
+                char proc[64];
+                snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+                if (linkat(AT_FDCWD, proc, AT_FDCWD, to.c_str(), AT_SYMLINK_FOLLOW) != 0) return -errno;
+                snprintf(path, cap, "%s", to.c_str());
+                return 0;
+            }, &name, &v) == 0);
+    REQUIRE(r->file->exported[0]);
+    ((unsigned char *)p)[0] = 1; // cached: mincore says so while the file is mapped there
+    hold_as_probe(r);
+    std::atomic<bool> done{false};
+    std::thread freer([&] {
+        large_free(p);
+        done = true;
+    });
+    sleep_ms(200);
+    CHECK_FALSE(done);
+    unsigned char vec = 0;
+    CHECK(mincore(p, 4096, &vec) == 0);
+    CHECK((vec & 1) == 1); // the file still mapped, not the reserve
+    probe_hold_end();
+    freer.join();
+    CHECK(done);
+    reaper_drain();
+    unlink(name.c_str());
 }

@@ -1,11 +1,25 @@
 // test_page_probes.cpp — one region's probing cycle (page_probes.h):
 // probes_advance's windows, discards and rests, on a set whose probes are
-// marked placed and touched by hand (probes_read and probes_apply need a
-// live region; the control test learning drives them for real).
+// marked placed and touched by hand; and probes_read and probes_apply on
+// live regions: the probes' pages are unmapped (their bytes kept) outside
+// the large lock, mapped back at retirement, and a region that was pinned,
+// marked moving, freed, reborn or made private before the check is left
+// alone (the control test learning drives the whole method).
 #include "access/page_probes.h"
+#include "shim_fixture.h"
+
+#include "backing/reaper.h"
+#include "registry/probe_hold.h"
+#include "registry/region.h"
+#include "spillway.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using namespace spillway;
@@ -123,4 +137,135 @@ TEST_CASE("probes: the cycle that ends huge mappings is discarded, the next one 
     CHECK_FALSE(s->settling);
     CHECK(s->next_ns - (now + 2 * kMs) == 10 * kMs);
     probes_free(s);
+}
+
+namespace {
+// A disk region of 64 MiB mapped by 4 KiB entries, every page written
+// (byte i of page k is k), and a probe set over it whose first read placed
+// its probes and queued every one to be unmapped.
+struct ProbedRegion {
+    unsigned char *p = nullptr;
+    Region *r = nullptr;
+    ProbeSet *s = nullptr;
+    int pagemap = -1;
+    static constexpr size_t kLen = size_t(64) << 20;
+
+    ProbedRegion() {
+        test::bring_up();
+        sampler_hold(true); // the shim's own sampler probes nothing meanwhile
+        bool small = false;
+        p = (unsigned char *)large_alloc(kLen, 0, SPILLWAY_PREFER_DISK, &small);
+        REQUIRE(p);
+        r = arena::region_at(p);
+        REQUIRE(r->backing == Backing::disk);
+        REQUIRE(madvise(p, kLen, MADV_NOHUGEPAGE) == 0); // probes on every stratum
+        for (size_t k = 0; k < kLen / 4096; k++) p[k * 4096] = (unsigned char)k;
+        pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        REQUIRE(pagemap >= 0);
+        s = probes_new(r->start, r->born_ns, kLen / 4096, 12345, kT0);
+        REQUIRE(s);
+        probes_read(*s, pagemap, kT0);
+        REQUIRE(s->n_queued == s->count); // every stratum placed, every probe to unmap
+    }
+    ~ProbedRegion() {
+        if (s) probes_free(s);
+        if (pagemap >= 0) close(pagemap);
+        if (p) large_free(p);
+        reaper_drain();
+        sampler_hold(false);
+    }
+    uint32_t mapped_probes() const {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < s->count; i++)
+            n += page_mapping(pagemap, r->start + s->page[i] * 4096) == kPageMapped;
+        return n;
+    }
+    bool intact() const {
+        for (size_t k = 0; k < kLen / 4096; k++)
+            if (p[k * 4096] != (unsigned char)k) return false;
+        return true;
+    }
+};
+} // namespace
+
+TEST_CASE("probes: the queued pages are unmapped with their bytes kept, and mapped back at retirement") {
+    ProbedRegion live;
+    probes_apply(&live.s, 1);
+    CHECK_FALSE(live.s->gone);
+    CHECK_FALSE(live.s->busy);
+    CHECK(live.mapped_probes() == 0);
+    CHECK(probe_held() == nullptr); // the hold ended with the calls
+    probes_retire(*live.s);
+    probes_read(*live.s, live.pagemap, kT0);
+    CHECK(live.s->n_queued == live.s->count); // all unmapped and still cached
+    probes_apply(&live.s, 1);
+    CHECK(live.mapped_probes() == live.s->count);
+    CHECK(live.intact());
+}
+
+TEST_CASE("probes: a region pinned, marked moving, reborn, freed or made private before the check is left alone") {
+    SECTION("pinned (a realloc under way): busy, tried again later") {
+        ProbedRegion live;
+        live.r->pins.fetch_add(1);
+        probes_apply(&live.s, 1);
+        live.r->pins.fetch_sub(1);
+        CHECK(live.s->busy);
+        CHECK_FALSE(live.s->gone);
+    }
+    SECTION("moving") {
+        ProbedRegion live;
+        live.r->moving.store(true);
+        probes_apply(&live.s, 1);
+        live.r->moving.store(false);
+        CHECK(live.s->gone);
+    }
+    SECTION("reborn (the recycle cache's new owner)") {
+        ProbedRegion live;
+        live.r->born_ns += 1;
+        probes_apply(&live.s, 1);
+        live.r->born_ns -= 1;
+        CHECK(live.s->gone);
+    }
+    SECTION("freed") {
+        ProbedRegion live;
+        live.r->freed.store(true);
+        probes_apply(&live.s, 1);
+        live.r->freed.store(false);
+        CHECK(live.s->gone);
+    }
+    SECTION("private (a fork child's copy)") {
+        ProbedRegion live;
+        live.r->is_private = true;
+        probes_apply(&live.s, 1);
+        live.r->is_private = false;
+        CHECK(live.s->gone);
+    }
+}
+
+TEST_CASE("probes: the large lock is free while a probe's pages are unmapped") {
+    // While the hold is published the probe is outside the lock: another
+    // thread takes it at once (it would wait for the probe's calls before).
+    ProbedRegion live;
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> held_seen{0}, locked_while_held{0};
+    std::thread watcher([&] {
+        while (!stop.load()) {
+            if (probe_held() != live.r) continue;
+            held_seen++;
+            if (large_lock().try_lock()) {
+                locked_while_held++;
+                large_lock().unlock();
+            }
+        }
+    });
+    for (int round = 0; round < 200 && held_seen.load() == 0; round++) {
+        for (uint32_t i = 0; i < live.s->count; i++) (void)*(volatile unsigned char *)(live.p + live.s->page[i] * 4096); // map back
+        probes_read(*live.s, live.pagemap, kT0);
+        probes_apply(&live.s, 1);
+    }
+    stop = true;
+    watcher.join();
+    REQUIRE(held_seen.load() > 0);
+    CHECK(locked_while_held.load() > 0);
+    CHECK(live.intact());
 }

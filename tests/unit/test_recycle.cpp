@@ -2,7 +2,8 @@
 // allocation of the same length (zeroed unless it is a plain malloc), the
 // cache stays bounded, gives its regions back when idle or drained, and
 // leaks no disk space however many cycles run; a fork child never takes
-// over the parent's cached regions.
+// over the parent's cached regions; a new owner waits out a page probe
+// that found the region before it was taken over.
 #include "shim_fixture.h"
 
 #include "os/cgroup.h"
@@ -10,9 +11,11 @@
 #include "large/policy.h"
 #include "backing/reaper.h"
 #include "large/recycle.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "stats/stats.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +23,8 @@
 #include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <thread>
+#include <ctime>
 #include <unistd.h>
 #include <vector>
 
@@ -213,4 +218,37 @@ TEST_CASE("under a memory limit the cache holds at most an eighth of it") {
     reaper_drain();
     CHECK(recycle_count() == 0);
     std::system(("rm -rf " + root).c_str());
+}
+
+TEST_CASE("a new owner of a cached region waits out a probe that checked it before the takeover") {
+    test::bring_up();
+    reaper_drain();
+    unsigned char *p = plain_malloc(kLen);
+    REQUIRE(p);
+    memset(p, 0x6B, kLen);
+    large_free(p);
+    REQUIRE(recycle_count() == 1);
+    Region *r = arena::region_at(p);
+    // The probe's side of probe_hold.h: published under the large lock, its
+    // calls under way.
+    probe_hold_begin();
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        probe_hold_publish(r);
+    }
+    std::atomic<bool> done{false};
+    unsigned char *q = nullptr;
+    std::thread owner([&] {
+        q = plain_malloc(kLen);
+        done = true;
+    });
+    timespec ts = {0, 200000000};
+    nanosleep(&ts, nullptr); // ample for the takeover, had it not waited
+    CHECK_FALSE(done);
+    probe_hold_end();
+    owner.join();
+    CHECK(q == p); // taken over, after the probe
+    CHECK(q[kLen - 1] == 0x6B);
+    large_free(q);
+    reaper_drain();
 }

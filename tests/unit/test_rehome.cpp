@@ -1,9 +1,11 @@
 // test_rehome.cpp — moving a live region to a new file in place: same
-// address, same bytes, and writers running during the move lose nothing.
+// address, same bytes, and writers running during the move lose nothing;
+// a move starts only after a page probe that checked the region first.
 #include "shim_fixture.h"
 
 #include "large/policy.h"
 #include "backing/reaper.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "tiering/rehome.h"
 #include "spillway.h"
@@ -399,6 +401,47 @@ TEST_CASE("promotion copies pages that are only on disk, pages only in page cach
         if (q[0] != want || q[page - 1] != want || q[page / 2] != want) bad++;
     }
     CHECK(bad == 0);
+    large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("a move (tiering's or aware code's) waits out a page probe that checked the region first") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t n = 16 << 20;
+    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    memset(p, 0x2D, n);
+    Region *r = arena::region_at(p);
+    REQUIRE(r->backing == Backing::disk);
+    for (bool tiering : {true, false}) {
+        probe_hold_begin(); // the probe's side of probe_hold.h
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            probe_hold_publish(r);
+        }
+        SpillFile *dest = nullptr;
+        REQUIRE((tiering ? new_dedicated_memfd(r->map_len, &dest) : new_dedicated_disk_file(r->map_len, &dest)) == 0);
+        const Backing before = r->backing;
+        std::atomic<bool> done{false};
+        int rc = -1;
+        std::thread mover([&] {
+            rc = tiering ? rehome_region_checked(r, r->start, dest, false, nullptr) : rehome_region(r, dest);
+            done = true;
+        });
+        timespec ts = {0, 200000000};
+        nanosleep(&ts, nullptr); // ample for a 16 MiB move, had it not waited
+        CHECK_FALSE(done);
+        CHECK(r->moving.load()); // published before the wait: a later probe keeps off
+        CHECK(r->backing == before); // not moved yet
+        probe_hold_end();
+        mover.join();
+        CHECK(rc == 0);
+        CHECK_FALSE(r->moving.load());
+        CHECK(r->backing == (tiering ? Backing::memory : Backing::disk));
+        CHECK(p[0] == 0x2D);
+        CHECK(p[n - 1] == 0x2D);
+    }
     large_free(p);
     reaper_drain();
 }

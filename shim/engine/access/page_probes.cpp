@@ -2,6 +2,7 @@
 #include "access/page_probes.h"
 
 #include "registry/arena.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 
 #include <algorithm>
@@ -33,14 +34,18 @@ constexpr uint64_t kStillNs = 100'000'000;
 constexpr uint64_t kWindowClockMaxNs = 1'000'000'000; // a window with no CPU time closes after this
 
 std::atomic<uint64_t> g_touches{0}, g_cycles{0};
-// Bytes the live sets' probes may demote from 2 MiB to 4 KiB mappings
-// (unhuge_charge each; the sampler thread's alone), at most
+// Bytes the probes of live regions may demote from 2 MiB to 4 KiB mappings
+// (unhuge_charge each, until the region is gone: probes_free, probes_uncharge;
+// the sampler thread's alone), at most
 // kUnhugeMaxBytes: every demoted block is walked entry by entry at each of
 // presence's looks, where a huge mapping is one entry (measured,
 // tests/bench/detector_cost.c, 16 regions of 256 MiB read at random, load
 // 4-8: the sampler used 2.5-2.8% of a core with all 4 GiB demoted,
-// 1.0-1.3% with 1 GiB, 0.1-0.4% with none). 512 MiB: the pair
-// (two 512 MiB regions, 256 MiB of probed blocks each) fits.
+// 1.0-1.3% with 1 GiB, 0.1-0.4% with none, when every look walked them;
+// quiet ticks now skip demoted regions, sampler.cpp kDemotedPeriodNs).
+// 512 MiB: the pair (two 512 MiB regions, 256 MiB of probed blocks
+// each) fits. The charge stays while the region lives (its blocks stay
+// demoted after its probes retire), so the cap bounds what presence walks.
 uint64_t g_unhuge_bytes = 0;
 constexpr uint64_t kUnhugeMaxBytes = uint64_t(512) << 20;
 uint64_t unhuge_charge(const ProbeSet &s) { return std::min<uint64_t>(s.pages, uint64_t(s.count) * 512) * 4096; }
@@ -136,9 +141,9 @@ void place(ProbeSet &s, int pagemap_fd) {
     if (added) build_mask(s);
 }
 
-// Under the large lock: whether the pages of s may be unmapped (page_probes.h).
-bool still_ours(const ProbeSet &s) {
-    Region *r = arena::region_at((const void *)s.start);
+// Under the large lock, with r published as held (probe_hold.h): whether
+// the pages of s may be unmapped (page_probes.h). r: the region at s.start.
+bool still_ours(const ProbeSet &s, const Region *r) {
     return r && r->start == s.start && r->born_ns == s.born && !r->freed.load() &&
            r->backing == Backing::disk && !r->is_private && r->file && !r->file->foreign &&
            r->pins.load() == 0 && !r->moving.load() && r->map_len >= s.pages * kPage;
@@ -179,6 +184,32 @@ bool cached(uintptr_t addr) {
     unsigned char v = 0;
     return mincore((void *)addr, kPage, &v) == 0 && (v & 1);
 }
+// Whether s's region should be made MADV_NOHUGEPAGE now (within the cap).
+bool unhuge_due(const ProbeSet &s) {
+    return s.wants_unhuge && !s.unhuge && !s.retiring && g_unhuge_bytes + unhuge_charge(s) <= kUnhugeMaxBytes;
+}
+
+// s's system calls, made while its region is held (probe_hold.h), outside
+// the large lock.
+void apply_held(ProbeSet &s, bool unhuge) {
+    if (unhuge) {
+        s.wants_unhuge = false;
+        s.unhuge = madvise((void *)s.start, s.pages * kPage, MADV_NOHUGEPAGE) == 0;
+        if (s.unhuge) g_unhuge_bytes += unhuge_charge(s);
+    }
+    for (uint32_t q = 0; q < s.n_queued; q++) {
+        uint32_t p = s.queued[q];
+        void *at = (void *)(s.start + s.page[p] * kPage);
+        if (s.retiring) {
+            madvise(at, kPage, MADV_POPULATE_READ);
+        } else if (madvise(at, kPage, MADV_DONTNEED) == 0) {
+            set_bit(s.armed, p);
+        } else { // EINVAL: locked memory. The retirement maps back what was unmapped.
+            s.broken = true;
+            break;
+        }
+    }
+}
 } // namespace
 
 ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t seed, uint64_t now) {
@@ -197,11 +228,14 @@ ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t se
     return s;
 }
 
-void probes_free(ProbeSet *s) {
-    if (!s) return;
-    if (s->unhuge) g_unhuge_bytes -= unhuge_charge(*s);
+uint64_t probes_free(ProbeSet *s) {
+    if (!s) return 0;
+    uint64_t charged = s->unhuge ? unhuge_charge(*s) : 0;
     mi_free(s); // trivially destructible
+    return charged;
 }
+
+void probes_uncharge(uint64_t bytes) { g_unhuge_bytes -= std::min(bytes, g_unhuge_bytes); }
 
 bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
     if (s.gone || (s.broken && !s.retiring)) return false;
@@ -252,43 +286,29 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
 }
 
 void probes_apply(ProbeSet *const *sets, size_t n) {
-    bool any = false;
-    for (size_t i = 0; i < n; i++)
-        any |= sets[i]->n_queued > 0 || (sets[i]->wants_unhuge && !sets[i]->unhuge &&
-                                         g_unhuge_bytes + unhuge_charge(*sets[i]) <= kUnhugeMaxBytes);
-    if (!any) return;
-    std::lock_guard<std::mutex> guard(large_lock());
     for (size_t i = 0; i < n; i++) {
         ProbeSet &s = *sets[i];
-        if (s.wants_unhuge && !s.unhuge && !s.retiring && g_unhuge_bytes + unhuge_charge(s) <= kUnhugeMaxBytes &&
-            still_ours(s)) {
-            s.wants_unhuge = false;
-            s.unhuge = madvise((void *)s.start, s.pages * kPage, MADV_NOHUGEPAGE) == 0;
-            if (s.unhuge) g_unhuge_bytes += unhuge_charge(s);
+        bool unhuge = unhuge_due(s);
+        if (!s.n_queued && !unhuge) continue;
+        probe_hold_begin(); // before the large lock (probe_hold.h)
+        bool ours;
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            Region *r = arena::region_at((const void *)s.start);
+            bool same = r && r->start == s.start && r->born_ns == s.born;
+            probe_hold_publish(same ? r : nullptr); // before reading its state
+            ours = same && still_ours(s, r);
+            if (!ours) probe_hold_publish(nullptr);
+            if (!ours && same && r->pins.load() != 0 && s.n_queued) {
+                s.busy = true; // being resized (realloc): the step is tried again shortly
+                s.n_queued = 0;
+            }
         }
-        if (!s.n_queued) continue;
-        Region *r = arena::region_at((const void *)s.start);
-        if (r && r->start == s.start && r->born_ns == s.born && r->pins.load() != 0) {
-            s.busy = true; // being resized (realloc): the step is tried again shortly
-            s.n_queued = 0;
-            continue;
-        }
-        if (!still_ours(s)) {
+        if (ours) apply_held(s, unhuge);
+        probe_hold_end(); // a retirement, resize or move of the region may go ahead
+        if (!ours && s.n_queued) {
             s.gone = true;
             s.n_queued = 0;
-            continue;
-        }
-        for (uint32_t q = 0; q < s.n_queued; q++) {
-            uint32_t p = s.queued[q];
-            void *at = (void *)(s.start + s.page[p] * kPage);
-            if (s.retiring) {
-                madvise(at, kPage, MADV_POPULATE_READ);
-            } else if (madvise(at, kPage, MADV_DONTNEED) == 0) {
-                set_bit(s.armed, p);
-            } else { // EINVAL: locked memory. The retirement maps back what was unmapped.
-                s.broken = true;
-                break;
-            }
         }
     }
 }

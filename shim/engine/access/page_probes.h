@@ -34,15 +34,16 @@
 // in order then scattered into was never probed and stayed "sequential"
 // (measured: 118 of 128 strata huge in about half the runs of the issue's
 // pair). When a stratum is mapped huge, the region is made
-// MADV_NOHUGEPAGE (probes_apply, under the large lock): the probe's first
+// MADV_NOHUGEPAGE (probes_apply, with the region held): the probe's first
 // unmapping then ends its block's 2 MiB mapping, and the block is mapped
 // again by 4 KiB entries (one fault maps the whole folio; measured). That
 // cycle counts blocks, not pages, and is discarded (settling); presence
 // is told the whole block is present until it is mapped again (its refault
-// is no news of access). At most 512 MiB of probed blocks are demoted at a
-// time (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted block
-// entry by entry at every look); a set over the cap probes only its
-// strata not mapped huge, as before. The price:
+// is no news of access). At most 512 MiB of probed blocks are demoted in
+// live regions (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted
+// block entry by entry, so a region with demoted blocks is looked at whole
+// once a second while the process faults little, sampler.cpp); a set over
+// the cap probes only its strata not mapped huge, as before. The price:
 // the probed blocks stay mapped by 4 KiB entries for the region's life,
 // the recycled mapping's too (the issue's scatter took 0.40-0.48 s on such
 // a table against 0.27-0.29 s all huge and 0.60-0.70 s all 4 KiB).
@@ -54,21 +55,24 @@
 // (presence_moved) is discarded, and the next starts after kRestNs.
 //
 // Safety: MADV_DONTNEED discards the bytes of a private or anonymous page.
-// So probes are unmapped only under the large lock, after re-finding the
-// region there (arena::region_at) and checking it is still the same live
+// So probes are unmapped only while their region is held (probe_hold.h):
+// under the large lock, the region is re-found (arena::region_at),
+// published as held, and only then checked to be still the same live
 // region (start, birth), on disk, mapped shared over a file of this process
 // (not a fork child's private copy, not a foreign file), not being resized
-// (pins) nor moved (Region::moving: a move publishes itself before it takes
-// the lock to check the region, so a move starts after the unmapping or is
-// seen; its userfaultfd ranges then find a probe as any unmapped page, and
-// the copy reads the file); the lock keeps it so while the pages are unmapped: a free's
-// retirement, the recycle cache and a realloc's mremap each take it before
-// they change the mapping, and the arena gives nothing else an address in
-// its range (arena.h). A region being moved by tiering is mapped shared in
-// every chunk (its old file or its new memfd): unmapping a page there loses
-// nothing either. Pages are mapped back (MADV_POPULATE_READ, only pages
-// still in the page cache, so never a disk read under the lock) under the
-// same checks.
+// (pins) nor moved (Region::moving, set by both kinds of move before their
+// checks). The system calls then run outside the large lock (a large malloc
+// or free never waits for them; before, a large malloc's p99 rose from
+// about 0.5 ms to 0.8-1.4 ms), and the hold keeps the mapping as checked
+// until they end: whatever would change it (a retirement's unmap and the
+// reuse of its range, a realloc's mremap or growth, a move, the recycle
+// cache's new owner, a free that unmaps an exported region at once) first
+// makes itself visible to the check, then waits out the hold. A region
+// being moved by tiering is mapped shared in every chunk (its old file or
+// its new memfd), and a move starts only after the probe's calls end.
+// Pages are mapped back with MADV_POPULATE_READ, only pages still in the
+// page cache (never a disk read while a retirement may be waiting), under
+// the same hold and checks; MADV_NOHUGEPAGE too.
 //
 // Invariants: a set's probes are whole pages of its region, one per
 // stratum (so in address order, each alone in its 16-page block), none
@@ -97,7 +101,11 @@ namespace spillway {
 // Re-measured with the 2 ms first windows and 100 ms minimum rest, main's
 // build beside it in pairs (load 4-8): 10-40 ms with huge-mapped regions
 // left unprobed as before, 20-40 ms for main; 80-140 ms with probed
-// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below).
+// blocks demoted to 4 KiB mappings (capped at 512 MiB, see below). Again
+// on 2026-12-02 (load 5-15, interleaved with the build before this
+// paragraph's): 30-70 ms (0.3-0.7% of a core) against 50-90 ms, and
+// 0-10 ms with profile.probe off (docs/benchmarks.md, "Learning without a
+// memory limit").
 constexpr uint64_t kProbeTouchesPerS = 512;
 // The burst: this long's worth of kProbeTouchesPerS may be spent at once
 // (0.5% of one second of the program's time at most, once per idle second).
@@ -166,7 +174,11 @@ struct ProbeResult {
 // A set for the region [start, start + pages*4096) born at `born`, its
 // first step due now; nullptr if out of memory.
 ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t seed, uint64_t now);
-void probes_free(ProbeSet *s);
+// Frees s. Blocks its probes demoted stay mapped by 4 KiB entries while
+// the region lives, so their bytes stay charged to the 512 MiB cap:
+// returns them, for probes_uncharge once the region is gone (0: none).
+uint64_t probes_free(ProbeSet *s);
+void probes_uncharge(uint64_t bytes);
 
 // Whether a step is due: by the clock, and for a window closing, by the
 // program's CPU time too (cpu_ns: program_cpu_ns); if not, next_ns moves
@@ -176,9 +188,10 @@ bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns);
 // The step's reads (no lock): places the probes if none are, reads which
 // are mapped, queues what probes_apply must unmap (or, retiring, map back).
 void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now);
-// One hold of the large lock for all the sets: each one's queue, if its
-// region passes the checks above; else it is marked gone (or busy, while
-// it is being resized).
+// Each set's queue, if its region passes the checks above (one short hold
+// of the large lock per set, for the checks; the calls run outside it,
+// with the region held); else the set is marked gone (or busy, while its
+// region is being resized).
 void probes_apply(ProbeSet *const *sets, size_t n);
 // Ends the step: opens the next window, or judges the cycle and rests.
 // probing: how many regions' probes are being touched (they share

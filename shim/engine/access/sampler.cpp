@@ -39,6 +39,20 @@ namespace {
 constexpr uint64_t kPeriodNs = 100'000'000;      // phase change noticed within ~100 ms
 constexpr uint64_t kStreamPeriodNs = 20'000'000; // while a stream moves
 constexpr uint64_t kFeedPeriodNs = 10'000'000;   // while reading ahead of one
+// A region whose probes demoted blocks to 4 KiB mappings (page_probes.h) is
+// looked at whole this often while the process faults little: the walk
+// reads each demoted block's 512 entries where a huge mapping is one
+// (measured, 6.18: 6.3 ns an entry, 0.41 ms a look at 256 MiB demoted; a
+// profile of the sampler in tests/bench/detector_cost.c, 512 MiB demoted
+// and a look every 100 ms: 78% of its time in that walk). Probes start only
+// on a region presence sees still, and a block is demoted only where it was
+// mapped whole; without pressure nothing unmaps it, so a tick with few
+// faults has little to find there, and finds it within a second.
+constexpr uint64_t kDemotedPeriodNs = 1'000'000'000;
+// A tick with at least this many faults (not on probes) looks at demoted
+// regions on the usual period: the pages of one stream's tick
+// (kStreamMinPages); fewer are stray faults (stacks, the small heap).
+constexpr uint64_t kBusyTickFaults = 64;
 constexpr uint64_t kMinAgeNs = 50'000'000;
 constexpr size_t kMaxTracks = 4096;
 constexpr size_t kMaxRuns = 16384;
@@ -117,10 +131,15 @@ struct Track {
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
     uint64_t last_news_ns = 0;  // the last look that saw pages of the region newly present
+    // Probes demoted blocks of the region to 4 KiB mappings (page_probes.h):
+    // a look walks each entry by entry, so quiet ticks skip it (kDemotedPeriodNs).
+    bool demoted = false;
+    uint64_t unhuge_charged = 0; // their bytes, charged to the probes' cap while the region lives
 };
 
 Track *g_tracks = nullptr, *g_next_tracks = nullptr;
 size_t g_track_count = 0;
+bool g_full_due[kMaxTracks]; // this tick: track i is due for a look at the whole region
 PageRun *g_runs = nullptr, *g_all_runs = nullptr;
 uint64_t g_last_faults = 0, g_last_probe_faults = 0;
 // A region was too young to track at the last refresh: the next tick
@@ -167,7 +186,8 @@ void drop_track(Track &t) {
     // Its region is gone or changed (freed, moved into memory): pages left
     // unmapped there cost a minor fault when next touched, and no look
     // reads them any more.
-    probes_free(t.probes);
+    probes_uncharge(t.unhuge_charged + probes_free(t.probes));
+    t.unhuge_charged = 0;
     t.probes = nullptr;
     unhand(t);
 }
@@ -229,6 +249,7 @@ bool refresh_tracks(uint64_t now) {
             t.shared_file = shared_file;
             g_tracks[j].bits = nullptr;
             g_tracks[j].probes = nullptr; // moved with it
+            g_tracks[j].unhuge_charged = 0; // moved with it
             g_tracks[j].handed = false; // moved with it
             g_tracks[j].worker_fd = -1;
             j++;
@@ -659,6 +680,7 @@ uint64_t tick(uint64_t now) {
     // a program that only touches probes costs no look here.
     uint64_t faults = process_faults(), probe_faults = probes_touches();
     bool faults_moved = faults - g_last_faults > probe_faults - g_last_probe_faults;
+    bool busy = faults_moved && faults - g_last_faults - (probe_faults - g_last_probe_faults) >= kBusyTickFaults;
     bool any_stream = false;
     for (size_t i = 0; i < g_track_count; i++) any_stream |= needs_fast_looks(g_tracks[i]);
     g_last_probe_faults = probe_faults;
@@ -670,29 +692,46 @@ uint64_t tick(uint64_t now) {
     if (!refresh_tracks(now)) return kPeriodNs;
     any_stream = false;
     bool any_fed = false;
-    // Many regions: one page-table walk over all of them (the arena's free
-    // space is unpopulated and costs the kernel nothing to skip), instead of
-    // one system call per region (measured: 1,000 regions of 4 MiB cost 2%
-    // of a core that way).
-    auto full_look_due = [now](const Track &t) {
-        return !t.last_full_look_ns || now - t.last_full_look_ns >= kPeriodNs - kStreamPeriodNs / 2;
+    // Many regions: one page-table walk over each stretch of consecutive
+    // regions due for a full look (the arena's free space is unpopulated and
+    // costs the kernel nothing to skip), instead of one system call per
+    // region (measured: 1,000 regions of 4 MiB cost 2% of a core that way).
+    auto full_look_due = [now, busy](const Track &t) {
+        uint64_t period = t.demoted && !busy ? kDemotedPeriodNs : kPeriodNs;
+        return !t.last_full_look_ns || now - t.last_full_look_ns >= period - kStreamPeriodNs / 2;
     };
     bool any_full = false;
-    for (size_t i = 0; i < g_track_count; i++) any_full |= full_look_due(g_tracks[i]);
+    for (size_t i = 0; i < g_track_count; i++) any_full |= (g_full_due[i] = full_look_due(g_tracks[i]));
     long all = -1;
     bool overflow = false;
     if (g_track_count > 8 && g_all_runs && any_full) {
-        const Track &last = g_tracks[g_track_count - 1];
-        uint64_t span = (last.start + last.pages * kPage - g_tracks[0].start) / kPage;
-        all = read_presence(g_pagemap, g_tracks[0].start, span, g_all_runs, kMaxRuns, &overflow);
-        if (overflow) all = -1;
+        all = 0;
+        for (size_t i = 0; i < g_track_count && all >= 0;) {
+            if (!g_full_due[i]) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            while (j + 1 < g_track_count && g_full_due[j + 1]) j++;
+            uintptr_t from = g_tracks[i].start;
+            uint64_t span = (g_tracks[j].start + g_tracks[j].pages * kPage - from) / kPage;
+            long got = read_presence(g_pagemap, from, span, g_all_runs + all, kMaxRuns - (size_t)all, &overflow);
+            if (got < 0 || overflow) {
+                all = -1;
+                break;
+            }
+            uint64_t base = (from - g_tracks[0].start) / kPage; // runs relative to the first track
+            for (long r = all; r < all + got; r++) g_all_runs[r].first += base;
+            all += got;
+            i = j + 1;
+        }
     }
     size_t k = 0; // first run of g_all_runs not yet below the current track
     for (size_t i = 0; i < g_track_count; i++) {
         Track &t = g_tracks[i];
         // Between full ticks only streams are looked at (their front
         // moves), and only around their front.
-        bool full = full_look_due(t);
+        bool full = g_full_due[i];
         if (!full && !needs_fast_looks(t)) continue;
         if (!full) {
             look(t, now, stream_window(t), nullptr, 0, faults_moved);
@@ -774,14 +813,14 @@ uint64_t probe_tick(uint64_t now) {
         }
     }
     for (size_t i = 0; i < n; i++) probes_read(*g_due_sets[i], g_pagemap, now);
-    probes_apply(g_due_sets, n); // one hold of the large lock, if any page is to be unmapped
+    probes_apply(g_due_sets, n); // the calls outside the large lock, each region held (probe_hold.h)
     uint64_t after = monotonic_ns();
     cpu = program_cpu_ns();
     for (size_t i = 0; i < n; i++) {
         Track &t = *g_due_tracks[i];
         ProbeSet &p = *t.probes;
         if (p.retiring || p.gone) { // mapped back (or its region is not this one any more)
-            probes_free(t.probes);
+            t.unhuge_charged += probes_free(t.probes); // demoted blocks stay so: drop_track gives it back
             t.probes = nullptr;
             continue;
         }
@@ -790,6 +829,7 @@ uint64_t probe_tick(uint64_t now) {
             t.shared_file = false;
             continue;
         }
+        t.demoted |= p.unhuge;
         ProbeResult r = probes_advance(p, after, cpu, touched);
         if (!r.judged) continue;
         SPW_LOG(debug, "probes %p: %u of %u touched in %.1f ms (%.1f ms of CPU), %u in the next %.1f ms (%.1f ms), %u in both (%.1f at random): %d",

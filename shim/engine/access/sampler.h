@@ -16,8 +16,10 @@
 // Invariants: the thread starts lazily, with signals blocked; it takes the
 // large lock at most twice per tick, whatever the number of regions: once
 // to list them, once to publish what the tick decided (each region re-found
-// O(1) with arena::region_at); it never holds it while it reads pagemap or
-// issues reads; a region freed under it just reads as
+// O(1) with arena::region_at), plus, for each region whose probes are
+// unmapped or mapped back, one short hold to check it (page_probes.h); it
+// never holds it while it reads pagemap, issues reads or unmaps pages; a
+// region freed under it just reads as
 // unmapped (every operation is on addresses of the reserved arena, never on
 // a descriptor that may have been closed). A tick with no page fault in the
 // process since the last one, and no stream to feed, costs one getrusage.

@@ -16,6 +16,7 @@
 #include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
 #include "access/sampler.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "small_alloc.h"
 #include "stats/stats.h"
@@ -158,6 +159,9 @@ static Region *recycled(const Request &req, const Decision &d, size_t map_len, s
         r->advice_pinned = d.advice_pinned;
         r->freed.store(false, std::memory_order_release);
     }
+    // A probe that found the last owner's region before the new birth above
+    // may still be unmapping its pages: the new owner starts after it.
+    wait_out_probes(r);
     advise_region(r, initial_advice(map_len, d.random_advice));
     if (!(req.flags & kFlagMayBeDirty)) memset((void *)r->start, 0, map_len);
     stats_on_free(r->backing, map_len); // the last owner's free, counted when its region leaves
@@ -274,7 +278,7 @@ void *large_allocate_flagged(size_t size, unsigned flags) { return region_or_sma
 void large_free(void *p) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
-    if (r->freed.exchange(true, std::memory_order_acq_rel)) invalid_pointer("free", p);
+    if (r->freed.exchange(true)) invalid_pointer("free", p); // seq_cst: against the probes' hold
     if (g_untrusted) return; // stays mapped: retiring would touch the arena
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
@@ -285,6 +289,7 @@ void large_free(void *p) {
     // Unnamed files stay mapped for a same-sized allocation to take over
     // (recycle.h), or go to the reaper.
     if (r->file && r->file->exported[0]) {
+        wait_out_probes(r); // a probe that checked r before it was freed ends first
         arena::unmap_to_reserved(r->start, r->va_len); // large_retire's unmap finds it done
         reaper_submit(r);
     } else if (!recycle_keep(r)) {

@@ -54,7 +54,7 @@ struct Region {
     std::atomic<uint8_t> phase{0};           // detector's verdict: 0 undecided, 1 sequential, 2 random
     std::atomic<uint64_t> phase_since_ns{0}; // CLOCK_MONOTONIC when that verdict began
     std::atomic<uint32_t> fault_rate{0};     // pages newly faulted in per second over the last tick
-    std::atomic<bool> moving{false}; // rehome_region_checked is moving it (the sampler's probes keep off)
+    std::atomic<bool> moving{false}; // a move (rehome.h) is under way or being checked: probes keep off
     std::atomic<uint32_t> pins{0}; // threads resizing or retiring it: the tiering mover keeps off
     uint64_t born_ns = 0; // CLOCK_MONOTONIC at allocation: the sampler waits a little
     // Taken over from the recycle cache: pages mapped before born_ns may be

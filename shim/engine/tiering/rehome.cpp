@@ -8,6 +8,7 @@
 #include "os/lock_unless_held.h"
 #include "os/kernel_ordered.h"
 #include "log.h"
+#include "registry/probe_hold.h"
 #include "registry/region.h"
 #include "stats/stats.h"
 #include "tiering/move_tracked.h"
@@ -734,11 +735,14 @@ int rehome_region(Region *r, SpillFile *dest) {
     std::lock_guard<std::mutex> move_guard(g_move_lock);
     g_moving_to.store((uint8_t)dest->kind);
     g_moving_region.store(r);
+    r->moving.store(true); // seq_cst: the page probes' check sees it, or the wait below sees their hold
+    wait_out_probes(r);
     Backing old = r->backing;
     size_t len = r->map_len;
     uintptr_t start = r->start;
     MoveResult res;
     int rc = move_chunks(r, dest, false, &res);
+    r->moving.store(false);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
     SPW_LOG(debug, "moved %zu MiB at %p %s -> %s (%s) in %.1f ms; an access waited at most %.3f ms; %zu KiB "
@@ -769,6 +773,9 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     }
     // A read in flight into the region would fail in a read-only window; a tracked move waits for nothing.
     if (rc == 0 && uffd::level() != uffd::Level::full && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
+    // A probe that checked the region before it was marked moving may be
+    // unmapping its pages: the move starts after it (probe_hold.h).
+    if (rc == 0) wait_out_probes(r);
     if (out) out->checks_ns = monotonic_ns() - t0;
     if (rc == 0) rc = move_chunks(r, dest, write_back, out);
     r->moving.store(false);
@@ -777,8 +784,9 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
 }
 
 RegionPin::RegionPin(Region *r) : r_(r) {
-    r_->pins.fetch_add(1); // seq_cst, against the mover's publication above
+    r_->pins.fetch_add(1); // seq_cst, against the mover's publication above and the probes' hold
     if (g_moving_region.load() == r_) std::lock_guard<std::mutex> wait(g_move_lock);
+    wait_out_probes(r_); // a resize changes the mapping: no probe call may land on it after
 }
 
 void RegionPin::release() {
@@ -789,6 +797,7 @@ void RegionPin::release() {
 void pin_region_for_good(Region *r) {
     r->pins.fetch_add(1);
     if (g_moving_region.load() == r) std::lock_guard<std::mutex> wait(g_move_lock);
+    wait_out_probes(r); // the retirement unmaps it and gives its range to the next region
 }
 
 bool region_moving(const Region *r) { return g_moving_region.load() == r; }

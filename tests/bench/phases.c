@@ -12,26 +12,41 @@
  *         FLOOR lat_med_us=.. lat_p90_us=.. seq_read_MBps=.. seq_write_MBps=.. bytes=..
  *
  *   phases run --size SIZE [--rows N] [--batch N] [--seed N] [--label L]
- *              [--dev loopN] [--cgroup DIR] [--lat-us X] [--read-MBps Y]
- *              [--write-MBps Z] [--baseline --dir DIR]
+ *              [--dev loopN] [--cgroup DIR] [--limit BYTES] [--lat-us X]
+ *              [--read-MBps Y] [--write-MBps Z]
+ *              [--baseline --dir DIR [--advice normal|random]]
  *       A float matrix of SIZE bytes in 1 KiB rows (256 floats), allocated
  *       with malloc (so, under LD_PRELOAD=libspillway.so, a spill region), or
- *       with --baseline a fallocated MAP_SHARED file in DIR with no advice.
+ *       with --baseline a fallocated MAP_SHARED file in DIR with no advice
+ *       (--advice random: madvise(MADV_RANDOM) over it, the kernel alone
+ *       with the advice the shim gives a region it learned random).
  *       Phases: fill (every row written in order), gather1 (N random rows in
  *       batches, copied into a batch buffer like a GNN feature gather), seq
  *       (every row read in order), gather2 (another N random rows). Every
  *       row read is checked against what fill wrote. One line per phase:
  *         PHASE label=.. phase=.. s=.. majflt=.. dev_read_bytes=.. dev_read_ios=..
  *               pgpgin_bytes=.. cg_majflt=.. cg_file_bytes=.. bytes_per_fault=..
- *               floor_s=.. ratio=..
+ *               us_per_fault=.. main_cpu_s=.. other_cpu_s=.. main_nivcsw=..
+ *               cg_failcnt=.. floor_s=.. ratio=..
  *       dev_* are deltas of /sys/block/DEV/stat (exact: only the spill
  *       filesystem is on that device); pgpgin is /proc/vmstat (system-wide,
  *       and it counts a loop device's reads twice: once on the loop device,
- *       once on the disk below it); cg_* come from DIR/memory.stat (v1 or v2).
+ *       once on the disk below it); cg_* come from DIR/memory.stat (v1 or v2)
+ *       and cg_failcnt from DIR/memory.failcnt (v1: how often the cgroup hit
+ *       its limit, each time a reclaim by the charging thread; v2: the
+ *       memory.events "max" count). us_per_fault = s / majflt; main_cpu_s is
+ *       the measuring (faulting) thread's CPU time (user + system: its fault
+ *       handling, page cache insertion and direct reclaim), other_cpu_s that
+ *       of every other thread of the process (the shim's), main_nivcsw the
+ *       times the measuring thread was preempted.
  *       Floors: fill = SIZE / write bandwidth (the disk must absorb every
- *       byte once the data outgrows the limit); gather = 0.75 x rows x median
- *       4 KiB latency + 1 s (3/4 of the data cannot be resident at 4x the
- *       limit); seq = SIZE / read bandwidth. No floor given: ratio is 0.
+ *       byte once the data outgrows the limit); gather = (1 - LIMIT / SIZE)
+ *       x the distinct pages the gather's rows lie in x median 4 KiB latency,
+ *       no slack term: at best LIMIT bytes of the matrix are resident, so at
+ *       least that fraction of the rows must be read, each one 4 KiB read at
+ *       queue depth 1 (the gather's fault is synchronous); without --limit,
+ *       or with LIMIT >= SIZE, no gather floor. seq = SIZE / read bandwidth.
+ *       No floor given: ratio is 0.
  *       Exit status 1 if any row read back differs from what was written.
  */
 #ifndef _GNU_SOURCE
@@ -79,16 +94,35 @@ struct counters {
     long majflt;
     long long dev_read_sectors, dev_read_ios;
     long long pgpgin_kib;
-    long long cg_majflt, cg_file;
+    long long cg_majflt, cg_file, cg_failcnt;
+    double main_cpu_s, all_cpu_s;
+    long main_nivcsw;
 };
 
 static const char *g_dev;    /* e.g. loop3 */
 static const char *g_cgroup; /* a cgroup directory, v1 or v2 */
 
+static double cpu_s(const struct rusage *ru) {
+    return ru->ru_utime.tv_sec + ru->ru_stime.tv_sec + (ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) / 1e6;
+}
+
+/* memory.failcnt (v1) or the "max" line of memory.events (v2); -1 if absent */
+static long long cgroup_failcnt(const char *cg) {
+    char path[600], buf[64];
+    snprintf(path, sizeof path, "%s/memory.failcnt", cg);
+    if (read_text(path, buf, sizeof buf) == 0) return atoll(buf);
+    snprintf(path, sizeof path, "%s/memory.events", cg);
+    return keyed(path, "max");
+}
+
 static void sample(struct counters *c) {
-    struct rusage ru;
+    struct rusage ru, self;
+    getrusage(RUSAGE_THREAD, &self);
     getrusage(RUSAGE_SELF, &ru);
     c->majflt = ru.ru_majflt;
+    c->main_cpu_s = cpu_s(&self);
+    c->all_cpu_s = cpu_s(&ru);
+    c->main_nivcsw = self.ru_nivcsw;
     c->dev_read_sectors = c->dev_read_ios = -1;
     if (g_dev) {
         char path[256], buf[512];
@@ -101,8 +135,9 @@ static void sample(struct counters *c) {
         }
     }
     c->pgpgin_kib = keyed("/proc/vmstat", "pgpgin"); /* the kernel prints KiB */
-    c->cg_majflt = c->cg_file = -1;
+    c->cg_majflt = c->cg_file = c->cg_failcnt = -1;
     if (g_cgroup) {
+        c->cg_failcnt = cgroup_failcnt(g_cgroup);
         char path[600];
         snprintf(path, sizeof path, "%s/memory.stat", g_cgroup);
         c->cg_majflt = keyed(path, "pgmajfault");
@@ -123,11 +158,15 @@ static void report(const char *phase, const struct counters *a, const struct cou
     long long pgpgin = a->pgpgin_kib >= 0 ? (b->pgpgin_kib - a->pgpgin_kib) * 1024 : -1;
     long long cgf = a->cg_majflt >= 0 ? b->cg_majflt - a->cg_majflt : -1;
     double per_fault = faults > 0 && dev >= 0 ? (double)dev / faults : 0;
+    double main_cpu = b->main_cpu_s - a->main_cpu_s;
+    double other_cpu = b->all_cpu_s - a->all_cpu_s - main_cpu;
+    long long failcnt = a->cg_failcnt >= 0 && b->cg_failcnt >= 0 ? b->cg_failcnt - a->cg_failcnt : -1;
     printf("PHASE label=%s phase=%s s=%.3f majflt=%ld dev_read_bytes=%lld dev_read_ios=%lld "
-           "pgpgin_bytes=%lld cg_majflt=%lld cg_file_bytes=%lld bytes_per_fault=%.0f floor_s=%.3f "
-           "ratio=%.2f\n",
-           g_label, phase, s, faults, dev, ios, pgpgin, cgf, b->cg_file, per_fault, floor_s,
-           floor_s > 0 ? s / floor_s : 0);
+           "pgpgin_bytes=%lld cg_majflt=%lld cg_file_bytes=%lld bytes_per_fault=%.0f us_per_fault=%.1f "
+           "main_cpu_s=%.3f other_cpu_s=%.3f main_nivcsw=%ld cg_failcnt=%lld floor_s=%.3f ratio=%.2f\n",
+           g_label, phase, s, faults, dev, ios, pgpgin, cgf, b->cg_file, per_fault,
+           faults > 0 ? s * 1e6 / faults : 0, main_cpu, other_cpu < 0 ? 0 : other_cpu,
+           b->main_nivcsw - a->main_nivcsw, failcnt, floor_s, floor_s > 0 ? s / floor_s : 0);
     fflush(stdout);
 }
 
@@ -229,7 +268,7 @@ static int floor_main(int argc, char **argv) {
  * different for every row and column the checks look at */
 static inline float cell(uint64_t r, unsigned c) { return (float)((r * 7 + c) & 0xFFFFFF); }
 
-static float *allocate(uint64_t size, int baseline, const char *dir) {
+static float *allocate(uint64_t size, int baseline, const char *dir, int advice) {
     if (!baseline) return malloc(size);
     char path[4096];
     snprintf(path, sizeof path, "%s/phases-baseline.XXXXXX", dir);
@@ -247,7 +286,13 @@ static float *allocate(uint64_t size, int baseline, const char *dir) {
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED) return NULL;
+    if (advice != MADV_NORMAL && madvise(p, size, advice) != 0) {
+        fprintf(stderr, "phases: madvise of the baseline file failed: %s\n", strerror(errno));
+        munmap(p, size);
+        return NULL;
+    }
+    return p;
 }
 
 /* N random rows in batches of B, each copied into the batch buffer, then
@@ -269,9 +314,24 @@ static uint64_t gather(const float *m, uint64_t nrows, int rows, int batch, uint
     return bad;
 }
 
+/* how many distinct 4 KiB pages the rows gather() will read lie in: the
+ * rows it draws with this seed, exactly (a second row of a page already
+ * read in the same gather costs no read) */
+static uint64_t gather_pages(uint64_t nrows, int rows, uint64_t seed) {
+    uint64_t *pages = malloc((size_t)rows * sizeof *pages);
+    if (!pages) return (uint64_t)rows;
+    for (int i = 0; i < rows; i++) pages[i] = rng_next(&seed) % nrows * ROW_BYTES / 4096;
+    qsort(pages, (size_t)rows, sizeof *pages, cmp_u64);
+    uint64_t distinct = 0;
+    for (int i = 0; i < rows; i++) distinct += i == 0 || pages[i] != pages[i - 1];
+    free(pages);
+    return distinct;
+}
+
 static int run_main(int argc, char **argv) {
     uint64_t size = 1ull << 30, seed = 42;
-    int rows = 20000, batch = 1000, baseline = 0;
+    uint64_t limit = 0;
+    int rows = 20000, batch = 1000, baseline = 0, advice = MADV_NORMAL;
     double lat_us = 0, read_mbps = 0, write_mbps = 0;
     const char *dir = NULL;
     for (int i = 0; i < argc; i++) {
@@ -287,7 +347,16 @@ static int run_main(int argc, char **argv) {
         else if (!strcmp(a, "--lat-us") && more) lat_us = atof(argv[++i]);
         else if (!strcmp(a, "--read-MBps") && more) read_mbps = atof(argv[++i]);
         else if (!strcmp(a, "--write-MBps") && more) write_mbps = atof(argv[++i]);
+        else if (!strcmp(a, "--limit") && more) limit = parse_size(argv[++i]);
         else if (!strcmp(a, "--baseline")) baseline = 1;
+        else if (!strcmp(a, "--advice") && more) {
+            const char *v = argv[++i];
+            if (!strcmp(v, "random")) advice = MADV_RANDOM;
+            else if (strcmp(v, "normal")) {
+                fprintf(stderr, "phases run: --advice takes normal or random, not %s\n", v);
+                return 2;
+            }
+        }
         else if (!strcmp(a, "--dir") && more) dir = argv[++i];
         else {
             fprintf(stderr, "phases run: unknown option %s\n", a);
@@ -303,7 +372,7 @@ static int run_main(int argc, char **argv) {
     size = nrows * ROW_BYTES;
     float *out = malloc((size_t)batch * ROW_BYTES);
     uint64_t *idx = malloc((size_t)batch * sizeof *idx);
-    float *m = allocate(size, baseline, dir);
+    float *m = allocate(size, baseline, dir, advice);
     if (!m || !out || !idx) {
         fprintf(stderr, "phases run: could not allocate the %llu-byte matrix\n", (unsigned long long)size);
         return 2;
@@ -320,11 +389,16 @@ static int run_main(int argc, char **argv) {
     sample(&b);
     report("fill", &a, &b, write_mbps > 0 ? mb / write_mbps : 0);
 
-    double gather_floor = lat_us > 0 ? 0.75 * rows * lat_us / 1e6 + 1.0 : 0;
+    /* at best `limit` bytes of the matrix are resident: the rest of the
+     * gather's pages must be read, one 4 KiB read at queue depth 1 each */
+    double miss = limit > 0 && limit < size ? 1.0 - (double)limit / size : 0;
+    uint64_t seed2 = seed ^ 0x9E3779B97F4A7C15ull;
+    double floor1 = lat_us * miss * gather_pages(nrows, rows, seed) / 1e6;
+    double floor2 = lat_us * miss * gather_pages(nrows, rows, seed2) / 1e6;
     sample(&a);
     bad += gather(m, nrows, rows, batch, seed, out, idx);
     sample(&b);
-    report("gather1", &a, &b, gather_floor);
+    report("gather1", &a, &b, floor1);
 
     sample(&a);
     for (uint64_t r = 0; r < nrows; r++) {
@@ -341,9 +415,9 @@ static int run_main(int argc, char **argv) {
     report("seq", &a, &b, read_mbps > 0 ? mb / read_mbps : 0);
 
     sample(&a);
-    bad += gather(m, nrows, rows, batch, seed ^ 0x9E3779B97F4A7C15ull, out, idx);
+    bad += gather(m, nrows, rows, batch, seed2, out, idx);
     sample(&b);
-    report("gather2", &a, &b, gather_floor);
+    report("gather2", &a, &b, floor2);
 
     if (bad) fprintf(stderr, "phases run: %llu rows read back wrong\n", (unsigned long long)bad);
     if (baseline) munmap(m, size);
@@ -357,7 +431,8 @@ int main(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "floor")) return floor_main(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "run")) return run_main(argc - 2, argv + 2);
     fprintf(stderr, "usage: phases floor --file PATH --size SIZE [--reads N]\n"
-                    "       phases run --size SIZE [--rows N] [--batch N] [--baseline --dir DIR] "
-                    "[--dev loopN] [--cgroup DIR] [--lat-us X] [--read-MBps Y] [--write-MBps Z]\n");
+                    "       phases run --size SIZE [--rows N] [--batch N] [--baseline --dir DIR "
+                    "[--advice normal|random]] [--dev loopN] [--cgroup DIR] [--limit BYTES] [--lat-us X] "
+                    "[--read-MBps Y] [--write-MBps Z]\n");
     return 2;
 }

@@ -94,11 +94,11 @@ lib_cleanup() {
     return 0
 }
 
-# lib_build ROOT BUILD TARGET...: the shim and the named bench programs only
+# lib_build ROOT BUILD TARGET...: the shim (both its libraries) and the named bench programs only
 lib_build() {
     local root=$1 build=$2; shift 2
     if [ ! -f "$build/build.ninja" ]; then meson setup "$build" "$root" --buildtype=release >/dev/null; fi
-    ninja -C "$build" shim/libspillway.so.0 "$@" >&2
+    ninja -C "$build" shim/libspillway.so.0 shim/libspillway_engine.so "$@" >&2
 }
 
 # lib_get KEY LINE: the value of KEY=VALUE in LINE

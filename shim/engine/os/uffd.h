@@ -73,6 +73,14 @@ int open_pagemap();
 // write-protected again in the same step, so a write that follows is found
 // by the next scan. 0 or -errno (-EPERM: a page of the range is not under
 // asynchronous write protection).
+// A page written and then zapped (reclaim to swap or MADV_PAGEOUT of a
+// memfd or file page, MADV_DONTNEED: the kernel leaves a write-protect
+// marker only on a page still protected) has no entry; it is reported
+// written too (fs/proc/task_mmu.c: every entry but a protected page or a
+// marker is written, in the fast path these masks select, Linux 6.7 on), so
+// the caller reads it again: through the file, a fault, which the range
+// must be able to take (move_tracked.cpp last_step). Checked on each kernel
+// by test_move_tracked.cpp; docs/moves.md has the kernel's paths.
 int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out);
 
 } // namespace spillway::uffd

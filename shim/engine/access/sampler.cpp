@@ -551,6 +551,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     if (e.new_pages) { // back to page indexes of the region
         e.longest_start += span.lo;
         e.longest_end += span.lo;
+        e.longest_run_start += span.lo;
         t.last_news_ns = now;
         if (t.probes) { // page_probes.h: the open cycle says nothing
             t.probes->presence_moved = true;
@@ -603,7 +604,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.idle_looks = 0;
     } else if (v == Verdict::random) {
         t.streaming = false; // scattered faults: stop reading ahead at once
-    } else if (t.streaming && e.new_pages) {
+    } else if (t.streaming && e.new_pages && !reaches_from(e, t.front)) {
         t.streaming = false; // new pages, but not where the stream was going
     } else if (t.streaming) {
         ++t.idle_looks;

@@ -224,3 +224,18 @@ TEST_CASE("a fault in a region left mostly mapped continues a stream only within
     CHECK(continues_run(e, 4800));       // 200 mapped pages crossed: the stream's
     CHECK_FALSE(continues_run(e, 1000)); // 4000: a random fault, not a stream
 }
+
+TEST_CASE("a slow stream reading through a folio it was given has not stopped") {
+    // 512 pages mapped at once (a 2 MiB folio the prefetch worker read),
+    // consumed at 1,600 pages a second: 0.32 s of silence is the reader
+    // at work (the old rule: 25 idle looks, 0.25 s at the feed period).
+    CHECK_FALSE(stream_stopped(320'000'000, 512, 1600));
+    CHECK_FALSE(stream_stopped(600'000'000, 512, 1600));
+    CHECK(stream_stopped(700'000'000, 512, 1600));
+    // A fast stream that stopped is noticed after kStreamStopNs.
+    CHECK_FALSE(stream_stopped(400'000'000, 512, 100'000));
+    CHECK(stream_stopped(kStreamStopNs, 512, 100'000));
+    // No rate known, or a crawl: never waits past 10 s.
+    CHECK(stream_stopped(kStreamStopNs, 16, 0));
+    CHECK(stream_stopped(10'000'000'000, 512, 1));
+}

@@ -194,6 +194,14 @@ bool continues_run(const TickEvidence &e, uint64_t last_front) {
     return reaches_from(e, last_front);
 }
 
+bool stream_stopped(uint64_t idle_ns, uint64_t last_run, uint64_t pages_per_s) {
+    if (idle_ns < kStreamStopNs) return false;
+    if (!pages_per_s) return true;
+    // Capped at 10 s: a stream that slow is better read a page at a time.
+    double needed_ns = std::min(2.0 * (double)last_run * 1e9 / (double)pages_per_s, 10e9);
+    return (double)idle_ns >= needed_ns;
+}
+
 uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,
                              uint64_t max_pages) {
     uint64_t lead = (uint64_t)((double)pages_per_s * (double)lead_ns / 1e9);

@@ -109,6 +109,19 @@ bool reaches_from(const TickEvidence &e, uint64_t last_front);
 // sampler.cpp), and it was read a page per fault.
 bool continues_run(const TickEvidence &e, uint64_t last_front);
 
+// Whether a stream that left no news for idle_ns has stopped: after
+// kStreamStopNs, or twice the time its last news (last_run pages) takes
+// at its rate (pages per second), whichever is longer. Why the rate: the
+// prefetch worker's reads come back as large folios, and a fault maps a
+// whole one (up to 512 pages), so a slow reader (coo_tocsr's inputs, 16
+// pages per 10 ms) is silent while it reads through it: a fixed 25 looks
+// (0.25 s at the 10 ms feed period) ended such a stream inside every 2 MiB
+// folio, the worker let it go, and the reader went back to a page per
+// fault until the stream had run 8 MiB again (measured, scipy job, tocsr
+// phase: 26,710 major faults, 19.3 s against 6.0 s unconstrained).
+constexpr uint64_t kStreamStopNs = 500'000'000;
+bool stream_stopped(uint64_t idle_ns, uint64_t last_run, uint64_t pages_per_s);
+
 // How far ahead of a stream's front to have read, in pages: enough for
 // `lead_ns` at the observed rate (pages per second), within [min, max].
 uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,

@@ -181,3 +181,61 @@ TEST_CASE("a re-read has left its region once its front reached the end and stay
     CHECK_FALSE(left_at_end(16383, 16384, 9, 2)); // stopped short of the end: not on to the next buffer
     CHECK_FALSE(left_at_end(0, 0, 9, 2));
 }
+
+TEST_CASE("a slow stream that crossed pages already mapped still continues its run") {
+    // coo_tocsr's inputs under a loaded disk: 16-48 new pages a tick, the
+    // new ones starting past the last front where the reader crossed pages
+    // mapped before (the kernel's window, an earlier pass).
+    auto bits = bitmap(4096);
+    PageRun before[] = {{0, 1328}}; // the last tick's news ended at 1264; 64 pages beyond were mapped
+    compare_presence(bits.data(), 4096, before, 1, false);
+    PageRun after[] = {{0, 1344}}; // the reader crossed them and faulted 16 more
+    TickEvidence e = compare_presence(bits.data(), 4096, after, 1, false);
+    CHECK(e.new_islands == 1);
+    CHECK(e.new_pages == 16);
+    CHECK(e.longest_start == 1328);
+    CHECK(e.longest_run_start == 0);
+    CHECK(classify_tick(e) == Verdict::undecided);
+    CHECK(continues_run(e, 1264)); // the old rule: a new stream at 1328, its start reset
+    // Holes just behind the front (reclaim unmapped what the reader passed):
+    // 16 new pages 21 past the front, over pages not mapped, still continue.
+    auto holed = bitmap(4096);
+    PageRun h_before[] = {{0, 3915}};
+    compare_presence(holed.data(), 4096, h_before, 1, false);
+    PageRun h_after[] = {{0, 3900}, {3936, 11}};
+    TickEvidence h = compare_presence(holed.data(), 4096, h_after, 2, false);
+    CHECK(h.longest_start == 3936);
+    CHECK(continues_run(h, 3915)); // the old rule: 16 pages of slack, a new stream
+    // The same 16 pages 136 past the front over pages not mapped: not the stream.
+    auto other = bitmap(4096);
+    PageRun o_before[] = {{0, 1264}};
+    compare_presence(other.data(), 4096, o_before, 1, false);
+    PageRun o_after[] = {{0, 1264}, {1400, 16}};
+    CHECK_FALSE(continues_run(compare_presence(other.data(), 4096, o_after, 2, false), 1264));
+}
+
+TEST_CASE("a fault in a region left mostly mapped continues a stream only within a folio of its front") {
+    auto bits = bitmap(8192);
+    PageRun before[] = {{0, 5000}, {5002, 3190}}; // all mapped but two pages
+    compare_presence(bits.data(), 8192, before, 2, false);
+    PageRun after[] = {{0, 8192}}; // the hole faulted in, past the last front
+    TickEvidence e = compare_presence(bits.data(), 8192, after, 1, false);
+    CHECK(e.longest_start == 5000);
+    CHECK(continues_run(e, 4800));       // 200 mapped pages crossed: the stream's
+    CHECK_FALSE(continues_run(e, 1000)); // 4000: a random fault, not a stream
+}
+
+TEST_CASE("a slow stream reading through a folio it was given has not stopped") {
+    // 512 pages mapped at once (a 2 MiB folio the prefetch worker read),
+    // consumed at 1,600 pages a second: 0.32 s of silence is the reader
+    // at work (the old rule: 25 idle looks, 0.25 s at the feed period).
+    CHECK_FALSE(stream_stopped(320'000'000, 512, 1600));
+    CHECK_FALSE(stream_stopped(600'000'000, 512, 1600));
+    CHECK(stream_stopped(700'000'000, 512, 1600));
+    // A fast stream that stopped is noticed after kStreamStopNs.
+    CHECK_FALSE(stream_stopped(400'000'000, 512, 100'000));
+    CHECK(stream_stopped(kStreamStopNs, 512, 100'000));
+    // No rate known, or a crawl: never waits past 10 s.
+    CHECK(stream_stopped(kStreamStopNs, 16, 0));
+    CHECK(stream_stopped(10'000'000'000, 512, 1));
+}

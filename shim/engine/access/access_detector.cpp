@@ -119,6 +119,7 @@ TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *run
             e.longest_new = fresh;
             e.longest_start = lo;
             e.longest_end = hi;
+            e.longest_run_start = first;
         }
     }
     if (bits) {
@@ -177,10 +178,28 @@ bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages) {
     return e.new_pages / e.new_islands >= need;
 }
 
+bool reaches_from(const TickEvidence &e, uint64_t last_front) {
+    constexpr uint64_t kSlack = 16;       // fault-around: a fault maps its aligned 64 KiB
+    constexpr uint64_t kGapMax = kStreamMinPages; // pages passed and since unmapped by reclaim
+    // At most a PMD folio's worth of present pages bridged: a slow random
+    // reader in a region left mostly mapped must not pass for a stream.
+    constexpr uint64_t kBridgeMax = 512;
+    if (!e.new_pages || last_front == 0 || e.longest_start + kSlack < last_front) return false;
+    if (e.longest_start <= last_front + kGapMax) return true;
+    return e.longest_run_start <= last_front && e.longest_start <= last_front + kBridgeMax;
+}
+
 bool continues_run(const TickEvidence &e, uint64_t last_front) {
-    constexpr uint64_t kSlack = 16;
-    if (e.longest_new < 2 || e.longest_new * 2 < e.new_pages || last_front == 0) return false;
-    return e.longest_start + kSlack >= last_front && e.longest_start <= last_front + kSlack;
+    if (e.longest_new < 2 || e.longest_new * 2 < e.new_pages) return false;
+    return reaches_from(e, last_front);
+}
+
+bool stream_stopped(uint64_t idle_ns, uint64_t last_run, uint64_t pages_per_s) {
+    if (idle_ns < kStreamStopNs) return false;
+    if (!pages_per_s) return true;
+    // Capped at 10 s: a stream that slow is better read a page at a time.
+    double needed_ns = std::min(2.0 * (double)last_run * 1e9 / (double)pages_per_s, 10e9);
+    return (double)idle_ns >= needed_ns;
 }
 
 uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t min_pages,

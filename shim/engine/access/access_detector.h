@@ -37,6 +37,8 @@ struct TickEvidence {
     uint64_t longest_new = 0;  // new pages in the island with the most
     uint64_t longest_start = 0; // its first new page
     uint64_t longest_end = 0;  // page after its last new page (a stream's front)
+    uint64_t longest_run_start = 0; // first page of the present run holding it (pages
+                                    // between there and longest_start were present before)
     bool overflow = false;     // too many runs to list: only a prefix was compared
 };
 
@@ -87,11 +89,38 @@ bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages);
 constexpr uint64_t kFirstLookMinIslands = 64;
 Verdict classify_first_look(const TickEvidence &e);
 
-// Whether this tick's longest new run starts where the last tick's ended
-// (within fault-around, 16 pages) and dominates what appeared: a stream too
-// slow to leave kStreamMinPages in one tick (4 KiB faults at a loaded
-// disk's latency) is still one run growing from its front.
+// Whether this tick's longest new run starts where the last tick's ended:
+// within fault-around (16 pages) behind it, up to kStreamMinPages past it
+// (pages the reader passed and reclaim unmapped since), or up to 512
+// pages (a 2 MiB folio mapped whole) past it over pages present already
+// (one present run joins the last front to it).
+bool reaches_from(const TickEvidence &e, uint64_t last_front);
+
+// Whether this tick's longest new run reaches_from the last front and
+// dominates what appeared: a stream too slow to leave kStreamMinPages in
+// one tick (4 KiB faults at a loaded disk's latency) is still one run
+// growing from its front. Why the gaps: a slow reader under memory
+// pressure leaves holes just behind its front (reclaim) and crosses pages
+// mapped ahead of it (the kernel's window, an earlier pass), so its next
+// new pages lie 17-64 pages past the front (measured, a coo_tocsr-like
+// pass of three streams at 16-48 new pages a tick); with a 16-page slack
+// each such tick ended the stream and the next began a new one, so none
+// ran the 8 MiB after which the prefetch worker serves it (kLongStreamPages,
+// sampler.cpp), and it was read a page per fault.
 bool continues_run(const TickEvidence &e, uint64_t last_front);
+
+// Whether a stream that left no news for idle_ns has stopped: after
+// kStreamStopNs, or twice the time its last news (last_run pages) takes
+// at its rate (pages per second), whichever is longer. Why the rate: the
+// prefetch worker's reads come back as large folios, and a fault maps a
+// whole one (up to 512 pages), so a slow reader (coo_tocsr's inputs, 16
+// pages per 10 ms) is silent while it reads through it: a fixed 25 looks
+// (0.25 s at the 10 ms feed period) ended such a stream inside every 2 MiB
+// folio, the worker let it go, and the reader went back to a page per
+// fault until the stream had run 8 MiB again (measured, scipy job, tocsr
+// phase: 26,710 major faults, 19.3 s against 6.0 s unconstrained).
+constexpr uint64_t kStreamStopNs = 500'000'000;
+bool stream_stopped(uint64_t idle_ns, uint64_t last_run, uint64_t pages_per_s);
 
 // How far ahead of a stream's front to have read, in pages: enough for
 // `lead_ns` at the observed rate (pages per second), within [min, max].

@@ -118,6 +118,7 @@ struct Track {
     bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
     bool left_due = false; // a re-read left the region at its end: page out its rest (after publish_all)
     unsigned idle_looks = 0;
+    uint64_t last_run = 0;   // pages the stream's last news mapped (stream_stopped)
     bool fed = false;        // read ahead of: a re-read of written pages
     bool kernel_feeds = false; // ...by the kernel (MADV_SEQUENTIAL), not by WILLNEED
     bool cache_managed = false; // Region::cache_managed: never read ahead
@@ -572,6 +573,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     if (e.new_pages) { // back to page indexes of the region
         e.longest_start += span.lo;
         e.longest_end += span.lo;
+        e.longest_run_start += span.lo;
         t.last_news_ns = now;
         if (t.probes) { // page_probes.h: the open cycle says nothing
             t.probes->presence_moved = true;
@@ -622,17 +624,18 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         continuing = same_stream;
         t.streaming = true;
         t.idle_looks = 0;
+        t.last_run = e.longest_new;
     } else if (v == Verdict::random) {
         t.streaming = false; // scattered faults: stop reading ahead at once
-    } else if (t.streaming && e.new_pages) {
+    } else if (t.streaming && e.new_pages && !reaches_from(e, t.front)) {
         t.streaming = false; // new pages, but not where the stream was going
     } else if (t.streaming) {
         ++t.idle_looks;
         if (t.fed && left_at_end(t.front, t.pages, t.idle_looks, kLeftIdleLooks)) {
             t.streaming = false; // a re-read left its region at the end (on to the next buffer)
             t.left_due = true;
-        } else if (t.idle_looks >= 25) {
-            t.streaming = false; // ~0.5 s without the stream moving: it stopped
+        } else if (stream_stopped(now - t.last_news_ns, t.last_run, t.rate)) {
+            t.streaming = false; // it stopped (a slow reader in a folio it was given has not)
         }
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue

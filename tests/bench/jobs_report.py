@@ -9,17 +9,13 @@ rounds is printed, with each round's value in brackets when there are more.
 """
 import statistics
 import sys
+
+from records import fields
 from collections import defaultdict
 
 VARIANTS = ["unconstrained", "swap", "shim", "bare"]
 
 
-def fields(line):
-    out = {}
-    for tok in line.split()[1:]:
-        k, _, v = tok.partition("=")
-        out[k] = v
-    return out
 
 
 def num(x, default=float("nan")):

@@ -23,16 +23,12 @@ what the job would take on an idle machine; its wall time here is beside.
 import statistics
 import sys
 
+from records import fields
+
 rec_meta, floors, runs, phases, stats = [], [], {}, {}, {}
 conf = {}
 
 
-def fields(line):
-    out = {}
-    for tok in line.split()[1:]:
-        k, _, v = tok.partition("=")
-        out[k] = v
-    return out
 
 
 for line in open(sys.argv[1]):

@@ -7,6 +7,7 @@
 // it was, bytes included. A pull leaves no access waiting once it returns.
 // Pages of a memfd written and then paged out during a block (their entries
 // zapped), with swap and without, are copied, and the move ends.
+#include "threads_progress.h"
 #include "shim_fixture.h"
 
 #include "tiering/move_tracked.h"
@@ -266,16 +267,8 @@ TEST_CASE("a pull wakes every access waiting in a batch it releases, one whose f
         err = mover.pull((uintptr_t)p, n, file, 0, dest, 0, file_copy(file, 0), nullptr);
         if (err) break;
         pulls++;
-        // Nothing is registered now: every thread gets on after a scheduling
-        // delay (milliseconds; none of 50 runs under two busy loops at load 7
-        // to 13 came near the bound); one that no wake reached never does,
-        // so the bound only decides how long a failure takes.
-        uint64_t before[kThreads];
-        for (int t = 0; t < kThreads; t++) before[t] = progress[t].load();
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        for (int t = 0; t < kThreads; t++)
-            while (progress[t].load() == before[t] && std::chrono::steady_clock::now() < deadline) usleep(100);
-        for (int t = 0; t < kThreads; t++) stuck += progress[t].load() == before[t];
+        // Nothing is registered now: every thread gets on (threads_progress.h).
+        stuck += test::threads_stuck(progress);
         // The file again, for the next pull (the bytes are the same: nobody wrote).
         if (mmap(p, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, file, 0) != p) err = -errno;
     }

@@ -3,6 +3,7 @@
 // were write-protected: by the CPU and by the kernel (pread into them), on
 // anonymous memory, a memfd and a file of the spill directory's filesystem,
 // and unregistering a range leaves no thread waiting in it.
+#include "threads_progress.h"
 #include "shim_fixture.h"
 
 #include "os/uffd.h"
@@ -197,16 +198,8 @@ TEST_CASE("unregistering a range wakes every thread waiting in it, one whose fau
             err = uffd::unregister_range(u, (uintptr_t)p + off, batch);
         }
         rounds++;
-        // Nothing is registered: every thread gets on after a scheduling
-        // delay (milliseconds; none of 50 runs under two busy loops at load
-        // 10 to 13 came near the bound); one that no wake reached never
-        // does, so the bound only decides how long a failure takes.
-        uint64_t before[kThreads];
-        for (int t = 0; t < kThreads; t++) before[t] = progress[t].load();
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-        for (int t = 0; t < kThreads; t++)
-            while (progress[t].load() == before[t] && std::chrono::steady_clock::now() < deadline) usleep(100);
-        for (int t = 0; t < kThreads; t++) stuck += progress[t].load() == before[t];
+        // Nothing is registered now: every thread gets on (threads_progress.h).
+        stuck += test::threads_stuck(progress);
     }
     uffd::unregister_range(u, (uintptr_t)p, n);
     uffd::wake(u, (uintptr_t)p, n); // a thread left waiting (the failure) gets on, to be joined

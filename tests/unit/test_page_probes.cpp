@@ -41,20 +41,41 @@ void touch(ProbeSet &s, uint32_t from, uint32_t n, uint32_t step = 1) {
 }
 } // namespace
 
-TEST_CASE("probes: a first window that saw nearly every probe ends the cycle with shorter windows") {
+TEST_CASE("probes: a first window that saw nearly every probe opens the second; most seen again: hot, judged random at once") {
     ProbeSet *s = placed_set();
     uint64_t now = kT0, cpu = 0;
     CHECK_FALSE(probes_advance(*s, now, cpu, 1).judged); // window 1 opens
     CHECK(s->step == 1);
     uint64_t window = s->window_ns;
     touch(*s, 0, 125);
-    ProbeResult r = probes_advance(*s, now + window, cpu + window, 1);
+    CHECK_FALSE(probes_advance(*s, now + window, cpu + window, 1).judged); // window 2 opens
+    CHECK(s->step == 2);
+    touch(*s, 3, 120); // probes 3-122: all of them seen in the first window too
+    ProbeResult r = probes_advance(*s, now + 2 * window, cpu + 2 * window, 1);
     CHECK(r.judged);
     CHECK(r.counts.first == 125);
-    CHECK(r.counts.second == 0);
+    CHECK(r.counts.second == 120);
+    CHECK(r.counts.both == 120);
+    CHECK(r.reading.verdict == Verdict::random);
+    CHECK(r.agreed == Verdict::random); // one cycle is enough: a short scatter may leave no other
+    CHECK(s->step == 0);
+    CHECK(s->window_ns < window / 4); // shorter all the same: 40% of 128 at the rate of 125 in a window
+    probes_free(s);
+}
+
+TEST_CASE("probes: a saturated first window then a quiet second (a pass that ended) judges nothing") {
+    ProbeSet *s = placed_set();
+    uint64_t now = kT0, cpu = 0;
+    probes_advance(*s, now, cpu, 1);
+    uint64_t window = s->window_ns;
+    touch(*s, 0, 125);
+    probes_advance(*s, now + window, cpu + window, 1);
+    touch(*s, 0, 2);
+    ProbeResult r = probes_advance(*s, now + 2 * window, cpu + 2 * window, 1);
+    CHECK(r.judged);
     CHECK(r.reading.verdict == Verdict::undecided);
-    CHECK(s->step == 0); // no second window
-    CHECK(s->window_ns < window / 4); // 0.14 of it: 40% of 128 at the rate 125 in a window gives
+    CHECK(r.agreed == Verdict::undecided);
+    CHECK(r.reading.change == WindowChange::shorter);
     probes_free(s);
 }
 

@@ -95,12 +95,33 @@ TEST_CASE("a pass in order repeats nothing: sequential; a busy spot repeats but 
     CHECK(read_probes(c).verdict == Verdict::undecided);
 }
 
-TEST_CASE("windows: shorter when nearly all were touched, longer when too few to count") {
+TEST_CASE("hot: both windows saw most probes, a quarter in both: random at once, whatever the runs") {
     ProbeCounts c;
     c.probes = 128;
     c.first = 126;
     c.second = 121;
     c.both = 119;
+    c.first_runs = c.second_runs = 3;
+    ProbeReading r = read_probes(c);
+    CHECK(r.verdict == Verdict::random);
+    CHECK(r.strong);
+    CHECK(r.change == WindowChange::shorter);
+    c.first = 98; // the control test's miss (learn-relearn, idle machine): 98, 126, 96 in both
+    c.second = 126;
+    c.both = 96;
+    CHECK(read_probes(c).verdict == Verdict::random);
+    c.first = c.second = 66; // just over half each, the pigeonhole's 4 in both: not enough
+    c.both = 4;
+    c.first_runs = c.second_runs = 1;
+    CHECK(read_probes(c).verdict != Verdict::random);
+}
+
+TEST_CASE("windows: shorter when nearly all were touched, longer when too few to count") {
+    ProbeCounts c;
+    c.probes = 128;
+    c.first = 126; // the first window saw nearly all, the second few: a pass ended
+    c.second = 10;
+    c.both = 9;
     c.first_runs = c.second_runs = 3;
     ProbeReading r = read_probes(c);
     CHECK(r.verdict == Verdict::undecided);

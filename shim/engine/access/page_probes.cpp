@@ -149,15 +149,6 @@ bool still_ours(const ProbeSet &s, const Region *r) {
            r->pins.load() == 0 && !r->moving.load() && r->map_len >= s.pages * kPage;
 }
 
-// Whether the window just closed saw nearly every usable probe (more than
-// nine tenths: read_probes can tell nothing from it).
-bool saturated(const ProbeSet &s) {
-    uint64_t use[kWords], hit[kWords];
-    usable(s, use);
-    for (size_t w = 0; w < kWords; w++) hit[w] = s.touched[w] & use[w];
-    return popcount(hit) * 10 > popcount(use) * 9;
-}
-
 // Ends a cycle that saw `touches` of the probes: the next starts after
 // kRestNs, or later once the touch budget is spent (kProbeTouchesPerS
 // shared by the `probing` regions being touched, kProbeBurstNs of it
@@ -282,7 +273,7 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now) {
     for (size_t w = 0; w < kWords; w++) s.touched[w] &= ~s.excluded[w];
     g_touches.fetch_add(popcount(s.touched), std::memory_order_relaxed);
     // A first window that ends the cycle (probes_advance) opens no second.
-    if (s.step == 1 && !s.retiring && (s.presence_moved || s.settling || saturated(s))) s.n_queued = 0;
+    if (s.step == 1 && !s.retiring && (s.presence_moved || s.settling)) s.n_queued = 0;
 }
 
 void probes_apply(ProbeSet *const *sets, size_t n) {
@@ -352,24 +343,6 @@ ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t 
         s.settling = false;
         rest(s, now, popcount(s.first), probing);
         s.next_ns = std::max(now + kBusyRetryNs, s.paid_to_ns);
-        return out;
-    }
-    if (s.step == 1 && saturated(s)) {
-        // Nearly every probe in the first window: the second could only
-        // say the same, at the cost of as many faults (probes_read did not
-        // unmap them again). Judged now.
-        ProbeCounts c;
-        c.probes = k;
-        c.first = popcount(s.first);
-        c.first_runs = runs_among(s, s.first);
-        out.judged = true;
-        out.counts = c;
-        out.first_ns = s.first_ns;
-        out.first_cpu_ns = s.first_cpu_ns;
-        out.reading = read_probes(c);
-        s.counts = c;
-        s.window_ns = std::max(kMinWindowNs, (uint64_t)((double)s.window_ns * window_scale(c, out.reading.change)));
-        rest(s, now, c.first, probing);
         return out;
     }
     if (s.step < 2) { // a window opens now

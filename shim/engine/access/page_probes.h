@@ -15,9 +15,10 @@
 // Windows start at 2 ms, shorten while a window sees more than half the
 // probes (down to 0.25 ms), lengthen while too few are touched to judge
 // (up to 500 ms), each time to where 40% would be touched at random
-// (probe_rules.h: enough for one cycle's strong verdict); a first window
-// that saw nearly every probe ends the cycle at once (a second window could
-// only repeat it). The rest keeps the program's probe faults under
+// (probe_rules.h: enough for one cycle's strong verdict). A first window
+// that saw nearly every probe still opens the second: if that one sees
+// most of them again, the region is hot (probe_rules.h), and a scatter
+// that short-lived may leave no later cycle to judge it. The rest keeps the program's probe faults under
 // kProbeTouchesPerS on average, with a burst of kProbeBurstNs of them
 // allowed, so the first cycles on a region that starts being used are not
 // spaced by the faults of the ones that found the window length. Why
@@ -195,8 +196,7 @@ void probes_read(ProbeSet &s, int pagemap_fd, uint64_t now);
 void probes_apply(ProbeSet *const *sets, size_t n);
 // Ends the step: opens the next window, or judges the cycle and rests.
 // probing: how many regions' probes are being touched (they share
-// kProbeTouchesPerS). A first window that saw nearly all the probes ends
-// the cycle (judged, undecided, shorter windows).
+// kProbeTouchesPerS).
 ProbeResult probes_advance(ProbeSet &s, uint64_t now, uint64_t cpu_ns, uint32_t probing);
 // Starts mapping the probes back: probes_read then probes_apply do it;
 // then the set can be freed.

@@ -90,6 +90,13 @@ ProbeReading read_probes(const ProbeCounts &c) {
     double spread = ((double)c.first * (k - c.first) + (double)c.second * (k - c.second)) / k;
     bool spread_out = (double)(c.first_runs + c.second_runs) * 2 >= spread;
     bool independent = (double)c.both * 2 >= out.expected;
+    uint32_t least = std::min(c.first, c.second);
+    if (least * 2 > c.probes && c.both * 4 >= c.probes) { // hot: touched all over, again and again
+        out.change = WindowChange::shorter;
+        out.verdict = Verdict::random;
+        out.strong = true;
+        return out;
+    }
     if (most * 10 > c.probes * 9) { // nearly all touched: no pattern left to see
         out.change = WindowChange::shorter;
         return out;

@@ -393,12 +393,24 @@ TEST_CASE("promotion copies pages that are only on disk, pages only in page cach
     ((struct fiemap *)probe)->fm_length = 4096;
     ((struct fiemap *)probe)->fm_extent_count = 1;
     const bool fiemap = ioctl(r->file->fd, FS_IOC_FIEMAP, probe) == 0;
+    // What page cache holds right before the move: the sevenths, unless
+    // something else read this range of the pool file meanwhile.
+    std::vector<unsigned char> resident(pages);
+    REQUIRE(mincore(p, n, resident.data()) == 0);
+    size_t extra_written = 0, extra_unwritten = 0;
+    for (size_t i = 0; i < pages; i++)
+        if ((resident[i] & 1) && i % 7 != 0) (i % 5 == 0 ? extra_written : extra_unwritten)++;
     MoveResult res;
     REQUIRE(rehome_region_checked(r, r->start, dest, false, &res) == 0);
     CHECK(r->backing == Backing::memory);
     if (fiemap) { // else the generic SEEK_DATA copy ran (no figures): the bytes are checked all the same
-        CHECK(res.disk_bytes == (fifths - both) * page);
-        CHECK(res.cached_bytes == sevenths * page);
+        INFO("cached before the move besides the sevenths: " << extra_written << " pages written, only on disk, and "
+             << extra_unwritten << " never written");
+        // Pages cached before the move are the move's to copy as cached
+        // (seen twice under load, CI run 10 and once after: 823-3,676 such
+        // pages, source not found; the move's own reads must add none).
+        CHECK(res.disk_bytes == (fifths - both - extra_written) * page);
+        CHECK(res.cached_bytes == (sevenths + extra_written + extra_unwritten) * page);
     } else {
         WARN("no FIEMAP in " << test::settings().spill_dir << ": the generic copy was tested instead");
     }

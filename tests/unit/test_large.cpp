@@ -1,10 +1,12 @@
 // test_large.cpp — the large path end to end, without preloading: regions
 // are published, zeroed, resized in place or moved without losing bytes,
 // retired, and refused with ENOMEM for impossible sizes; a retirement, a
-// resize and an exported region's free wait out the page probes' hold.
+// resize and an exported region's free wait out the page probes' hold; a
+// retirement ends the prefetch worker's stream over the region.
 #include "shim_fixture.h"
 
 #include "large/policy.h"
+#include "access/prefetch_worker.h"
 #include "backing/reaper.h"
 #include "registry/probe_hold.h"
 #include "registry/region.h"
@@ -159,6 +161,31 @@ TEST_CASE("a retirement waits out a probe's hold before it unmaps the region and
     freer.join();
     CHECK(done);
     CHECK(arena::region_at(p) != r);
+}
+
+TEST_CASE("a retirement ends the prefetch worker's stream before the pool range goes to the next region") {
+    test::bring_up();
+    const size_t n = 8 << 20;
+    char *p = (char *)alloc(n, SPILLWAY_PREFER_DISK);
+    Region *r = arena::region_at(p);
+    REQUIRE(r->backing == Backing::disk);
+    memset(p, 1, n);
+    PrefetchTarget t;
+    t.start = r->start;
+    t.born = r->born_ns;
+    t.file_off = r->file_off;
+    t.pages = n / 4096;
+    t.front = 0;
+    t.ahead_to = t.pages;
+    prefetch_thread_start();
+    REQUIRE(prefetch_start(t, fcntl(r->file->fd, F_DUPFD_CLOEXEC, 3)));
+    // The sampler would end the stream at its next tick; none runs here,
+    // so only the retirement can.
+    large_free(p);
+    reaper_drain(); // the recycle cache too: retired
+    REQUIRE(arena::region_at(p) != r);
+    CHECK_FALSE(prefetch_update(t));                  // the stream is gone
+    CHECK_FALSE(prefetch_forget((uintptr_t)p, n)); // nothing left to forget
 }
 
 TEST_CASE("a realloc waits out a probe's hold before it resizes the region") {

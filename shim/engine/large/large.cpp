@@ -15,6 +15,7 @@
 #include "large/recycle.h"
 #include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
+#include "access/prefetch_worker.h"
 #include "access/sampler.h"
 #include "registry/probe_hold.h"
 #include "registry/region.h"
@@ -310,6 +311,12 @@ void large_retire(Region *r) {
         registry_unlink(r);
     }
     stats_on_free(r->backing, r->map_len);
+    // A stream's reads ahead end before the range is punched: the worker
+    // hears of the free only at the sampler's next tick, and a pool range
+    // goes to the next region at this address, whose page cache the old
+    // stream's reads would fill (pages it never wrote, or read back from
+    // disk: seen in test_rehome's promotion-copy case).
+    if (r->backing == Backing::disk) prefetch_forget(r->start, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     int unmap_err = unmapped ? 0 : errno;
     bool clean = false;

@@ -71,8 +71,8 @@ void verdict_cache_dir(char *out, size_t cap);
 bool verdict_cache_lookup(const char *dir, const EngineIdentity &engine, const char *text, size_t len,
                           ConfigVerdict *out, void **storage, void *(*keep)(size_t) = nullptr);
 
-// Stores a good config's verdict, first; keeps at most kVerdictCacheEntries
-// (the oldest, and those of another engine, go). Best effort.
+// Stores a good config's verdict, first; keeps at most kVerdictCacheEntries,
+// the newest, of any engine (the oldest go). Best effort.
 constexpr int kVerdictCacheEntries = 8;
 constexpr size_t kVerdictCacheMaxText = 64 * 1024; // a larger config is judged every time
 // The directory is made (0700) if it is missing, its parent only if there.

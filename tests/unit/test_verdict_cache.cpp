@@ -106,11 +106,22 @@ TEST_CASE("verdict_cache: other bytes or another engine miss") {
     CHECK(lookup(t, engine(), text));
 }
 
-TEST_CASE("verdict_cache: the newest entries of this engine are kept") {
+TEST_CASE("verdict_cache: two engines used in turn keep each other's verdicts") {
+    Scratch t;
+    for (int round = 0; round < 3; round++) {
+        store(t, engine(7), "the same config");
+        store(t, engine(8), "the same config");
+        CHECK(lookup(t, engine(7), "the same config"));
+        CHECK(lookup(t, engine(8), "the same config"));
+    }
+}
+
+TEST_CASE("verdict_cache: the newest entries are kept, of any engine") {
     Scratch t;
     store(t, engine(7), "from an older engine");
+    CHECK(lookup(t, engine(7), "from an older engine"));
     for (int i = 0; i < kVerdictCacheEntries + 3; i++) store(t, engine(), "config " + std::to_string(i), i);
-    CHECK_FALSE(lookup(t, engine(7), "from an older engine"));
+    CHECK_FALSE(lookup(t, engine(7), "from an older engine")); // aged out
     for (int i = 0; i < kVerdictCacheEntries + 3; i++) {
         ConfigVerdict v;
         bool newest = i >= 3;

@@ -115,6 +115,17 @@ done
 # The swap file holds what the largest job keeps beyond its limit.
 SWAP_B=$(bytes 8G)
 
+# ---------------------------------------------------------------- libraries
+# The Python jobs' libraries (pandas, XGBoost, scikit-learn, torchvision,
+# scipy): Debian's, for /usr/bin/python3, installed if missing. Without
+# them every run of those jobs would fail at its first import.
+if [[ " $JOBS " == *" "@(pandas|xgboost|sklearn|torchvision|scipy)" "* ]]; then
+    deps_log=$(mktemp /var/tmp/spillway-jobs-apt.XXXXXX.log)
+    bash "$ROOT/tools/setup-deps.sh" --bench --log "$deps_log" ||
+        { echo "jobs.sh: the jobs' Python libraries could not be installed (apt's output: $deps_log); install python3-pandas python3-xgboost python3-sklearn python3-torchvision python3-scipy, or run the C jobs alone (--only graph,live)" >&2; exit 1; }
+    rm -f "$deps_log"
+fi
+
 # ---------------------------------------------------------------- build
 # The C jobs are meson targets when tests are configured; otherwise (a build
 # dir set up with -Dtests=false) they are compiled here with the same flags.

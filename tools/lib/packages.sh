@@ -1,4 +1,4 @@
-# packages.sh — the Debian 12 packages spillway needs, as two named lists
+# packages.sh — the Debian 12 packages spillway needs, as three named lists
 # (sourced by tools/setup-deps.sh).
 #
 # DEMO_PACKAGES: what tools/demo.sh needs and nothing more: the build tools,
@@ -26,4 +26,11 @@ TEST_PACKAGES=(
   chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
   # tools/package.sh (the .deb and the wheel) and tests/packaging (venvs, a debootstrap root)
   dpkg-dev debhelper dh-python lintian python3-mesonpy python3-pip python3-venv debootstrap
+)
+
+# BENCH_PACKAGES: the libraries of the real jobs tests/bench/jobs.sh runs
+# (tests/bench/jobs/), which installs them itself (setup-deps.sh --bench,
+# with DEMO_PACKAGES for the build and numpy). Not needed by the tests.
+BENCH_PACKAGES=(
+  python3-pandas python3-xgboost python3-sklearn python3-torchvision python3-scipy python3-torch
 )

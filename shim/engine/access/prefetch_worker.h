@@ -13,6 +13,10 @@
 // thread only. Behind the reader, MADV_PAGEOUT frees the pages it passed
 // before the read-ahead's charges have to reclaim them (unmapping them
 // page by page from the reader's page tables, with a TLB shootdown each).
+// One thread: paging out on a second, two threads reading one stream and a
+// file description of the worker's own were measured without a gain that
+// held at both read-ahead settings (docs/benchmarks.md, "Re-reads against
+// the disk's bandwidth").
 //
 // Invariants: the thread owns the descriptor it is handed (a dup taken
 // under the large lock, so it is the stream's file even if the region is

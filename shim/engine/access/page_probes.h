@@ -18,10 +18,11 @@
 // (probe_rules.h: enough for one cycle's strong verdict). A first window
 // that saw nearly every probe still opens the second: if that one sees
 // most of them again, the region is hot (probe_rules.h), and a scatter
-// that short-lived may leave no later cycle to judge it. The rest keeps the program's probe faults under
-// kProbeTouchesPerS on average, with a burst of kProbeBurstNs of them
-// allowed, so the first cycles on a region that starts being used are not
-// spaced by the faults of the ones that found the window length. Why
+// that short-lived may leave no later cycle to judge it. The rest keeps
+// the program's probe faults under kProbeTouchesPerS on average, with a
+// burst of kProbeBurstNs of them allowed, so the first cycles on a region
+// that starts being used are not spaced by the faults of the ones that
+// found the window length. Why
 // start short: a window too long costs the program a fault per probe and
 // a rest to pay for them, one too short costs almost nothing (measured:
 // the scatter saw 123 of 128 probes in an 8 ms window, and with

@@ -89,11 +89,11 @@ void fork_child() {
     backing_after_fork_child();                                    //  4
     registry_after_fork_child();                                   //  5
     probe_hold_after_fork_child();                                 //  5
-    large_after_fork_child(trusted);                               //  6
-    reaper_after_fork_child(trusted);                              //  7
-    recycle_after_fork_child(trusted);                             //  8
-    sampler_after_fork_child();                                    //  9
-    prefetch_after_fork_child();                                   // 10
+    prefetch_after_fork_child();                                   //  6
+    large_after_fork_child(trusted);                               //  7
+    reaper_after_fork_child(trusted);                              //  8
+    recycle_after_fork_child(trusted);                             //  9
+    sampler_after_fork_child();                                    // 10
     writeback_after_fork_child();                                  // 11
     tiering_after_fork_child(trusted);                             // 12
     claims_after_fork_child();                                     // 13

@@ -82,15 +82,18 @@
 //       them: before 4 forgets the pools)
 //    4. backing: the pools forgotten (foreign), their locks anew
 //    5. registry: the large lock anew, and the probes' hold released (its
-//       thread is gone; 7 and 8 retire regions, which wait out a hold)
-//    6. large: untrusted: the threshold to SIZE_MAX (every new allocation
+//       thread is gone; 8 and 9 retire regions, which wait out a hold)
+//    6. prefetch worker: its slots and lock anew, no thread (8 and 9 retire
+//       regions, and a retirement ends the region's stream under that lock,
+//       which the parent's reaper or worker may have held at the fork:
+//       measured, fork children hung in programs/fork_safety)
+//    7. large: untrusted: the threshold to SIZE_MAX (every new allocation
 //       takes the small path), inherited regions never retired
-//    7. reaper: what was queued retired inline (trusted) or left mapped; its
+//    8. reaper: what was queued retired inline (trusted) or left mapped; its
 //       lock anew, no thread
-//    8. recycle: the cached regions retired (trusted, through 5 and 7's
+//    9. recycle: the cached regions retired (trusted, through 5 and 8's
 //       state) or forgotten
-//    9. sampler: no thread, the parent's pagemap descriptor and tracks gone
-//   10. prefetch worker: its slots and lock anew, no thread
+//   10. sampler: no thread, the parent's pagemap descriptor and tracks gone
 //   11. writeback: no thread
 //   12. tiering: no thread; untrusted: it never starts
 //   13. claims: the inherited claims-file descriptor closed (the flock

@@ -239,3 +239,28 @@ TEST_CASE("forgetting a region ends its stream and waits out a read in flight", 
     CHECK(resident(s.map, 0, 16384) == 0);
     CHECK_FALSE(prefetch_forget((uintptr_t)s.map, 64u << 20)); // nothing left there
 }
+
+TEST_CASE("a range a move keeps off: its stream ends, none starts there until the move ends", "[prefetch_worker]") {
+    SpillLike s(64u << 20, 0, 64u << 20);
+    prefetch_thread_start();
+    uintptr_t start = (uintptr_t)s.map;
+    REQUIRE(prefetch_start(s.target(0, 0, 0), fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
+    CHECK_FALSE(prefetch_kept_off(start));
+    prefetch_keep_off(start, 64u << 20);
+    CHECK(prefetch_kept_off(start));
+    CHECK(prefetch_kept_off(start + (32u << 20)));
+    CHECK_FALSE(prefetch_kept_off(start + (64u << 20))); // the next region's
+    CHECK_FALSE(prefetch_update(s.target(0, 16384, 0))); // ended by the keep-off
+    int fd = fcntl(s.fd, F_DUPFD_CLOEXEC, 3);
+    REQUIRE(fd >= 0);
+    CHECK_FALSE(prefetch_start(s.target(0, 16384, 0), fd));
+    errno = 0;
+    CHECK(fcntl(fd, F_GETFD) == -1); // closed by the refusal
+    CHECK(errno == EBADF);
+    sleep_ms(100);
+    CHECK(resident(s.map, 0, 16384) == 0); // nothing was read there
+    prefetch_keep_off_end();
+    CHECK_FALSE(prefetch_kept_off(start));
+    REQUIRE(prefetch_start(s.target(0, 0, 0), fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
+    prefetch_end(start, 1);
+}

@@ -10,6 +10,7 @@
 #include "backing/reaper.h"
 #include "registry/region.h"
 #include "access/access_detector.h"
+#include "access/prefetch_worker.h"
 #include "access/sampler.h"
 #include "spillway.h"
 
@@ -61,6 +62,38 @@ TEST_CASE("the thread publishes a stream as sequential and scattered faults as r
     CHECK(phase == (int)Verdict::random);
     CHECK(r->advice == MADV_RANDOM);
     CHECK(sampler_ticks() > 0);
+    large_free(p);
+    reaper_drain();
+}
+
+// A move's copy maps the region's pages in order, as a reader would
+// (prefetch_worker.h, prefetch_keep_off): while the range is kept off the
+// detector judges nothing there, and what it saw then is not news after.
+TEST_CASE("the detector judges nothing in a region a move keeps off, and judges it again after") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t n = 256 << 20;
+    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    sleep_ms(120); // older than the detector's minimum age
+    prefetch_keep_off((uintptr_t)p, n);
+    uint64_t ticks = sampler_ticks();
+    for (size_t i = 0; i < n / 2; i += 4096) { // the same pass the first case judges sequential
+        p[i] = 1;
+        if (i % (4 << 20) == 0) sleep_ms(15);
+    }
+    CHECK(sampler_ticks() > ticks); // it looked, and judged nothing
+    CHECK(phase_of(p) == (int)Verdict::undecided);
+    CHECK(r->phase_since_ns.load() == 0);
+    prefetch_keep_off_end();
+    sleep_ms(120); // the pages mapped while kept off are the bits' now, not news
+    CHECK(phase_of(p) == (int)Verdict::undecided);
+    for (size_t i = n / 2; i < n; i += 4096) {
+        p[i] = 1;
+        if (i % (4 << 20) == 0) sleep_ms(15);
+    }
+    CHECK(phase_of(p) == (int)Verdict::sequential);
     large_free(p);
     reaper_drain();
 }

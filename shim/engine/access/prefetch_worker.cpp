@@ -49,6 +49,9 @@ uintptr_t g_busy_start = 0; // the region start of the stream being worked on, 0
 Slot g_slots[kSlots];
 bool g_started = false;
 std::atomic<uint64_t> g_read{0}, g_dropped{0};
+// The range a move holds (prefetch_keep_off); length 0: none.
+std::atomic<uintptr_t> g_off_start{0};
+std::atomic<size_t> g_off_len{0};
 void *g_buf = nullptr;
 
 Slot *find(uintptr_t start, uint64_t born) {
@@ -129,6 +132,11 @@ void *worker_main(void *) {
 bool prefetch_start(const PrefetchTarget &t, int fd) {
     if (fd < 0) return false;
     pthread_mutex_lock(&g_lock);
+    if (prefetch_kept_off(t.start)) { // read under the lock: keep_off's end of streams comes after
+        pthread_mutex_unlock(&g_lock);
+        close(fd);
+        return false;
+    }
     Slot *free_slot = nullptr;
     for (Slot &s : g_slots)
         if (!s.used && s.fd < 0) {
@@ -160,6 +168,7 @@ void prefetch_thread_start() {
 bool prefetch_update(const PrefetchTarget &t) {
     pthread_mutex_lock(&g_lock);
     Slot *s = find(t.start, t.born);
+    if (s && prefetch_kept_off(t.start)) s->used = false, s = nullptr; // the worker closes its descriptor
     if (s) {
         s->target = t;
         pthread_cond_signal(&g_wake);
@@ -192,7 +201,24 @@ bool prefetch_forget(uintptr_t start, size_t len) {
     return had;
 }
 
+void prefetch_keep_off(uintptr_t start, size_t len) {
+    pthread_mutex_lock(&g_lock);
+    g_off_start.store(start);
+    g_off_len.store(len); // seq_cst: a detector's look that saw the move's pages sees this (sampler.cpp)
+    pthread_mutex_unlock(&g_lock);
+    prefetch_forget(start, len);
+}
+
+void prefetch_keep_off_end() { g_off_len.store(0); }
+
+bool prefetch_kept_off(uintptr_t start) {
+    size_t len = g_off_len.load();
+    uintptr_t off = g_off_start.load();
+    return len && start >= off && start - off < len;
+}
+
 void prefetch_after_fork_child() {
+    g_off_len.store(0); // a move this child inherited mid-way is made private (fork_safety.h)
     // The worker did not survive the fork; its lock may have been held.
     g_lock = PTHREAD_MUTEX_INITIALIZER;
     g_wake = PTHREAD_COND_INITIALIZER;

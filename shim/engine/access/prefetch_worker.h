@@ -88,6 +88,18 @@ void prefetch_end(uintptr_t start, uint64_t born);
 // (Measured: control/export-cross-process found 8 MiB resident right after
 // a release, read by the worker.)
 bool prefetch_forget(uintptr_t start, size_t len);
+// A region being moved (tiering/rehome.h) is the mover's: its streams end
+// (a read in flight finishes first, as in prefetch_forget), no stream
+// starting in [start, start+len) is taken until prefetch_keep_off_end, and
+// the detector judges nothing there (prefetch_kept_off). Why: the move's
+// copy reads the region in order, the detector took it for a reader's
+// stream, and the worker's reads ahead cached on-disk pages during the
+// promotion (docs/flakes.md, run 14): extra reads and page-cache charge
+// when memory is short, and a site taught "sequential" by the mover.
+// One range at a time: moves are (the move lock).
+void prefetch_keep_off(uintptr_t start, size_t len);
+void prefetch_keep_off_end();
+bool prefetch_kept_off(uintptr_t start);
 void prefetch_after_fork_child();
 
 // For tests and benchmarks: bytes the worker read, and paged out.

@@ -106,6 +106,7 @@ struct Track {
     int worker_fd = -1;       // a dup of fd taken under the large lock, for the worker
     bool handed = false;      // the prefetch worker reads ahead of this stream
     bool worker_refused = false; // ...had no free slot: this thread feeds it
+    bool kept_off = false;       // a move held it at the last look: the next one only takes the bits
     Verdict verdict = Verdict::undecided;
     uint64_t last_look_ns = 0;
     uint64_t last_full_look_ns = 0; // the whole region, not a stream's window
@@ -569,6 +570,21 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             n = all;
             e = compare_presence(t.bits, t.pages, runs, (size_t)n, overflow);
         }
+    }
+    // Checked after the presence was read: pages a move mapped were mapped
+    // after it was marked (prefetch_worker.h), so a look that saw them sees
+    // the mark. The bits keep them, and the first look after the move only
+    // takes the bits: what the move mapped is not news after it either.
+    bool kept_off = prefetch_kept_off(t.start);
+    if (kept_off || t.kept_off) {
+        t.kept_off = kept_off;
+        t.last_look_ns = now;
+        t.streaming = false;
+        t.prefetched_to = 0;
+        t.fed = false;
+        t.feed_due = t.left_due = false;
+        unhand(t);
+        return;
     }
     if (e.new_pages) { // back to page indexes of the region
         e.longest_start += span.lo;

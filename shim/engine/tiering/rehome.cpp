@@ -2,6 +2,7 @@
 #include "tiering/rehome.h"
 #include "clock.h"
 
+#include "access/prefetch_worker.h"
 #include "backing/backing.h"
 #include "os/direct_write.h"
 #include "fd_policy.h"
@@ -741,7 +742,9 @@ int rehome_region(Region *r, SpillFile *dest) {
     size_t len = r->map_len;
     uintptr_t start = r->start;
     MoveResult res;
+    prefetch_keep_off(start, len); // the copy is not a reader's stream (prefetch_worker.h)
     int rc = move_chunks(r, dest, false, &res);
+    prefetch_keep_off_end();
     r->moving.store(false);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
@@ -777,7 +780,11 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     // unmapping its pages: the move starts after it (probe_hold.h).
     if (rc == 0) wait_out_probes(r);
     if (out) out->checks_ns = monotonic_ns() - t0;
-    if (rc == 0) rc = move_chunks(r, dest, write_back, out);
+    if (rc == 0) {
+        prefetch_keep_off(r->start, r->map_len); // the copy is not a reader's stream (prefetch_worker.h)
+        rc = move_chunks(r, dest, write_back, out);
+        prefetch_keep_off_end();
+    }
     r->moving.store(false);
     g_moving_region.store(nullptr);
     return rc;

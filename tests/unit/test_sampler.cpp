@@ -18,6 +18,7 @@
 #include <cstring>
 #include <ctime>
 #include <algorithm>
+#include <fcntl.h>
 #include <random>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -95,6 +96,83 @@ TEST_CASE("the detector judges nothing in a region a move keeps off, and judges 
     }
     CHECK(phase_of(p) == (int)Verdict::sequential);
     large_free(p);
+    reaper_drain();
+}
+
+namespace {
+// Pages of [p, p+len) in page cache (the region maps its file shared, so
+// mincore tells cached pages whether or not they are mapped).
+size_t cached_pages(const void *p, size_t len) {
+    std::vector<unsigned char> vec(len / 4096);
+    REQUIRE(mincore(const_cast<void *>(p), len, vec.data()) == 0);
+    size_t n = 0;
+    for (unsigned char v : vec) n += v & 1;
+    return n;
+}
+
+// Reads [p, p+len) in order, a page at a time, slowly enough for several
+// looks (as the first case's pass).
+unsigned read_slowly(const unsigned char *p, size_t len) {
+    unsigned sum = 0;
+    for (size_t i = 0; i < len; i += 4096) {
+        sum += ((const volatile unsigned char *)p)[i];
+        if (i % (4 << 20) == 0) sleep_ms(15);
+    }
+    return sum;
+}
+} // namespace
+
+// Buffers of one call site written, then read back in turn (the live job):
+// once the reader has gone from one buffer to the next at its start, the
+// buffer after the one being read is streamed before the reader gets
+// there, and only that one.
+TEST_CASE("a chain of buffers read in turn: the next buffer is read ahead before the reader gets there") {
+    test::bring_up();
+    const size_t n = 32 << 20, count = 5;
+    std::vector<unsigned char *> bufs;
+    for (size_t i = 0; i < count; i++) { // one call site
+        bool use_small = false;
+        bufs.push_back((unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small));
+        REQUIRE(bufs.back());
+    }
+    std::sort(bufs.begin(), bufs.end()); // the chain runs in address order
+    for (unsigned char *p : bufs) {
+        Region *r = arena::region_at(p);
+        REQUIRE(r->backing == Backing::disk);
+        REQUIRE(r->site);
+        REQUIRE(r->site == arena::region_at(bufs[0])->site);
+        // 4 KiB mappings: the learning's probes (page_probes.h) report a
+        // probed 2 MiB block present while its huge mapping is gone, which
+        // would hide this re-read from the detector (the spill directory's
+        // device may read ahead in 2 MiB folios).
+        REQUIRE(madvise(p, n, MADV_NOHUGEPAGE) == 0);
+        memset(p, 7, n);
+    }
+    sleep_ms(250); // looked at while written: the detector knows they are filled
+    for (unsigned char *p : bufs) { // then out of memory, as under a limit
+        Region *r = arena::region_at(p);
+        REQUIRE(msync(p, n, MS_SYNC) == 0);
+        REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
+        REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
+        REQUIRE(cached_pages(p, n) < n / 4096 / 8);
+    }
+    sleep_ms(250);
+    unsigned sum = read_slowly(bufs[0], n);
+    sum += read_slowly(bufs[1], n); // began at its start as the reader left bufs[0]: a chain
+    // The worker has read bufs[1] to its end: bufs[2] is next, before any touch.
+    size_t ahead = 0;
+    for (int i = 0; i < 100 && (ahead = cached_pages(bufs[2], n)) < n / 4096 / 2; i++) sleep_ms(10);
+    INFO("bufs[2]: " << ahead << " of " << n / 4096 << " pages cached before the reader came");
+    CHECK(ahead >= n / 4096 / 2);
+    // One buffer ahead, no more (the worker's last read of bufs[2] may make
+    // the kernel read on into bufs[3] when they share a pool file).
+    CHECK(cached_pages(bufs[3], n) < n / 4096 / 2);
+    sum += read_slowly(bufs[2], n);
+    for (int i = 0; i < 100 && (ahead = cached_pages(bufs[3], n)) < n / 4096 / 2; i++) sleep_ms(10);
+    INFO("bufs[3]: " << ahead << " pages cached before the reader came");
+    CHECK(ahead >= n / 4096 / 2);
+    CHECK(sum == 7u * (unsigned)(3 * n / 4096));
+    for (unsigned char *p : bufs) large_free(p);
     reaper_drain();
 }
 

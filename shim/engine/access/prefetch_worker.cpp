@@ -69,10 +69,12 @@ struct Work {
     ReadStep read, drop;
 };
 
+// Begun streams first, then speculative ones (PrefetchTarget::speculative).
 bool pick(Work &w) {
-    for (size_t i = 0; i < kSlots; i++) {
+    for (size_t k = 0; k < 2 * kSlots; k++) {
+        size_t i = k % kSlots;
         Slot &s = g_slots[i];
-        if (!s.used) continue;
+        if (!s.used || s.target.speculative != (k >= kSlots)) continue;
         w = {};
         w.drop = next_drop(s.dropped, s.target.drop_to, kDropAlignPages, s.target.pages);
         w.read = next_read(s.done, s.target.front, s.target.ahead_to, kChunkPages);

@@ -50,6 +50,10 @@ struct PrefetchTarget {
     // cgroup holds over 128 buffers: reclaim took the oldest pages instead,
     // the last buffers written, and all 8 GiB were read back from disk.
     uint64_t drop_from = UINT64_MAX;
+    // A stream the detector expects but the reader has not begun (the next
+    // buffer of a chain, sampler.cpp): read only when no begun stream has
+    // anything to read, so the buffer the reader is in always comes first.
+    bool speculative = false;
 };
 
 // The next piece to read for a stream read up to `done`: [from, from+count)

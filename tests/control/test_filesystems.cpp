@@ -98,6 +98,34 @@ int full_job() {
 // exported (moved into a file of its own, leaving its pool range behind),
 // each written and freed; prints this thread's id and the reaper thread's,
 // for the strace log to be read against.
+// Every spill file closed but one (the pool's), and that one holding no
+// blocks: the reaper has retired every region, the recycle cache's too.
+// Why not the filesystem's free space alone: it also grows when the
+// filesystem frees an earlier case's deleted files in the background
+// (XFS's inode inactivation, a journal commit), and it came back above
+// the start with two regions still cached (free_change_kib=16384): the
+// strace log was read before their close and punch.
+bool spill_files_released() {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return false;
+    std::string dir = spill_dir() + "/";
+    int open_files = 0;
+    bool empty = true;
+    while (struct dirent *e = readdir(d)) {
+        char target[4096];
+        std::string link = std::string("/proc/self/fd/") + e->d_name;
+        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (strncmp(target, dir.c_str(), dir.size()) != 0) continue;
+        open_files++;
+        struct stat st;
+        if (fstat(atoi(e->d_name), &st) != 0 || st.st_blocks != 0) empty = false;
+    }
+    closedir(d);
+    return open_files <= 1 && empty;
+}
+
 int reaper_job() {
     const uint64_t free0 = fs_free();
     void *own = spillway_alloc_disk(48 * MiB, 0);
@@ -115,8 +143,9 @@ int reaper_job() {
     free(pooled);
     free(exported);
     // The reaper retires them (the recycle cache keeps two for a second
-    // first): wait until the filesystem has every block back.
-    bool done = eventually([&] { return fs_free() >= free0; });
+    // first): wait until the filesystem has every block back and every
+    // spill file but the pool is closed, the pool empty.
+    bool done = eventually([&] { return fs_free() >= free0 && spill_files_released(); });
     long reaper = -1;
     if (DIR *d = opendir("/proc/self/task")) {
         while (struct dirent *e = readdir(d)) {

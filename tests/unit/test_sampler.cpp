@@ -34,22 +34,33 @@ void sleep_ms(long ms) {
 }
 
 int phase_of(void *p) { return arena::region_at(p)->phase.load(); }
+
+// A disk region of n bytes, as a large malloc's.
+unsigned char *disk_region(size_t n) {
+    bool use_small = false;
+    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    return p;
+}
+
+// Writes [from, to) of p in order, a page at a time, slowly enough for
+// several looks (~1 s per 128 MiB).
+void write_slowly(unsigned char *p, size_t from, size_t to) {
+    for (size_t i = from; i < to; i += 4096) {
+        p[i] = 1;
+        if (i % (4 << 20) == 0) sleep_ms(15);
+    }
+}
 } // namespace
 
 TEST_CASE("the thread publishes a stream as sequential and scattered faults as random") {
     test::bring_up();
-    bool use_small = false;
     const size_t n = 256 << 20;
-    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
-    REQUIRE(p);
+    unsigned char *p = disk_region(n);
     Region *r = arena::region_at(p);
     CHECK(r->advice == MADV_SEQUENTIAL); // born streaming: it is about to be filled
     sleep_ms(120);                       // older than the detector's minimum age
-    // In order, slowly enough for several looks: ~1 s over the first half.
-    for (size_t i = 0; i < n / 2; i += 4096) {
-        p[i] = 1;
-        if (i % (4 << 20) == 0) sleep_ms(15);
-    }
+    write_slowly(p, 0, n / 2);
     CHECK(phase_of(p) == (int)Verdict::sequential);
     CHECK(r->phase_since_ns.load() > 0);
     // Scattered 8-byte writes into the untouched second half.
@@ -72,28 +83,20 @@ TEST_CASE("the thread publishes a stream as sequential and scattered faults as r
 // detector judges nothing there, and what it saw then is not news after.
 TEST_CASE("the detector judges nothing in a region a move keeps off, and judges it again after") {
     test::bring_up();
-    bool use_small = false;
     const size_t n = 256 << 20;
-    unsigned char *p = (unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
-    REQUIRE(p);
+    unsigned char *p = disk_region(n);
     Region *r = arena::region_at(p);
     sleep_ms(120); // older than the detector's minimum age
     prefetch_keep_off((uintptr_t)p, n);
     uint64_t ticks = sampler_ticks();
-    for (size_t i = 0; i < n / 2; i += 4096) { // the same pass the first case judges sequential
-        p[i] = 1;
-        if (i % (4 << 20) == 0) sleep_ms(15);
-    }
+    write_slowly(p, 0, n / 2); // the same pass the first case judges sequential
     CHECK(sampler_ticks() > ticks); // it looked, and judged nothing
     CHECK(phase_of(p) == (int)Verdict::undecided);
     CHECK(r->phase_since_ns.load() == 0);
     prefetch_keep_off_end();
     sleep_ms(120); // the pages mapped while kept off are the bits' now, not news
     CHECK(phase_of(p) == (int)Verdict::undecided);
-    for (size_t i = n / 2; i < n; i += 4096) {
-        p[i] = 1;
-        if (i % (4 << 20) == 0) sleep_ms(15);
-    }
+    write_slowly(p, n / 2, n);
     CHECK(phase_of(p) == (int)Verdict::sequential);
     large_free(p);
     reaper_drain();
@@ -130,11 +133,7 @@ TEST_CASE("a chain of buffers read in turn: the next buffer is read ahead before
     test::bring_up();
     const size_t n = 32 << 20, count = 5;
     std::vector<unsigned char *> bufs;
-    for (size_t i = 0; i < count; i++) { // one call site
-        bool use_small = false;
-        bufs.push_back((unsigned char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small));
-        REQUIRE(bufs.back());
-    }
+    for (size_t i = 0; i < count; i++) bufs.push_back(disk_region(n)); // one call site
     std::sort(bufs.begin(), bufs.end()); // the chain runs in address order
     for (unsigned char *p : bufs) {
         Region *r = arena::region_at(p);

@@ -41,7 +41,8 @@
 // again by 4 KiB entries (one fault maps the whole folio; measured). That
 // cycle counts blocks, not pages, and is discarded (settling); presence
 // is told the whole block is present until it is mapped again (its refault
-// is no news of access). At most 512 MiB of probed blocks are demoted in
+// is no news of access) or none of its pages is cached any more (a later
+// read is news: a re-read in order after eviction was unseen). At most 512 MiB of probed blocks are demoted in
 // live regions (kUnhugeMaxBytes, page_probes.cpp: presence walks a demoted
 // block entry by entry, so a region with demoted blocks is looked at whole
 // once a second while the process faults little, sampler.cpp); a set over

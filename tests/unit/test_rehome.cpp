@@ -23,7 +23,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
-#include <sched.h>
 #include <thread>
 #include <vector>
 
@@ -98,22 +97,25 @@ struct Writers {
     }
 };
 
-// Whether a move kept the prefetch worker and the detector off its region
-// (prefetch_worker.h, prefetch_keep_off) at some point while it ran.
-struct KeptOffWatch {
-    std::atomic<bool> polling{true}, seen{false};
-    std::thread poller;
-    explicit KeptOffWatch(const void *at)
-        : poller([this, at] {
-              while (polling.load())
-                  if (prefetch_kept_off((uintptr_t)at)) seen = true;
-                  else sched_yield();
-          }) {}
-    bool stop() {
-        polling = false;
-        poller.join();
-        return seen.load();
+// A prefetch stream of the worker's over the region at p, holding a slot
+// and reading nothing; ended() says whether something ended it since. A
+// move ends it (prefetch_keep_off, prefetch_worker.h): nothing else in
+// these cases does, so this shows the move kept the worker off its region
+// without racing it (a thread polling the mark could miss a short move on
+// a busy machine).
+struct HeldStream {
+    PrefetchTarget t;
+    explicit HeldStream(const void *p, size_t n) {
+        t.start = (uintptr_t)p;
+        t.born = 77;
+        t.pages = n / 4096;
+        prefetch_thread_start();
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        REQUIRE(fd >= 0);
+        REQUIRE(prefetch_start(t, fd));
     }
+    bool ended() { return !prefetch_update(t); }
+    ~HeldStream() { prefetch_end(t.start, t.born); }
 };
 
 TEST_CASE("anon, memory and pool-disk regions move to a dedicated file in place") {
@@ -128,9 +130,9 @@ TEST_CASE("anon, memory and pool-disk regions move to a dedicated file in place"
         Region *r = arena::region_at(p);
         SpillFile *dest = nullptr;
         REQUIRE(new_dedicated_disk_file(r->map_len, &dest) == 0);
-        KeptOffWatch watch(p);
+        HeldStream stream(p, n);
         REQUIRE(rehome_region(r, dest) == 0);
-        CHECK(watch.stop());
+        CHECK(stream.ended());
         CHECK_FALSE(prefetch_kept_off((uintptr_t)p)); // and let go after
         CHECK(arena::region_at(p) == r);
         CHECK(r->backing == Backing::disk);
@@ -228,9 +230,9 @@ TEST_CASE("the tiering mover: disk to memfd in place, chunk by chunk, with write
     SpillFile *dest = nullptr;
     REQUIRE(new_dedicated_memfd(r->map_len, &dest) == 0);
     MoveResult res;
-    KeptOffWatch watch(p);
+    HeldStream stream(p, n);
     REQUIRE(rehome_region_checked(r, r->start, dest, false, &res) == 0);
-    CHECK(watch.stop());
+    CHECK(stream.ended());
     CHECK_FALSE(prefetch_kept_off((uintptr_t)p)); // and let go after
     CHECK(writer.running_after(writer.stores.load())); // and still after it ended
     writer.stop();

@@ -730,6 +730,18 @@ bool read_in_flight(uintptr_t start, size_t len, bool direct_only) {
     return found;
 }
 
+// Both kinds of move: the copy maps the region in order, which is not a
+// reader's stream, so the prefetch worker and the detector keep off the
+// region while it runs (prefetch_worker.h, prefetch_keep_off).
+namespace {
+int move_chunks_kept_off(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
+    prefetch_keep_off(r->start, r->map_len);
+    int rc = move_chunks(r, dest, write_back, out);
+    prefetch_keep_off_end();
+    return rc;
+}
+} // namespace
+
 int rehome_region(Region *r, SpillFile *dest) {
     if (g_untrusted) return -EPERM; // fork_safety.h: inherited regions stay as they are
     AsyncSignalsBlocked no_signals;
@@ -742,9 +754,7 @@ int rehome_region(Region *r, SpillFile *dest) {
     size_t len = r->map_len;
     uintptr_t start = r->start;
     MoveResult res;
-    prefetch_keep_off(start, len); // the copy is not a reader's stream (prefetch_worker.h)
-    int rc = move_chunks(r, dest, false, &res);
-    prefetch_keep_off_end();
+    int rc = move_chunks_kept_off(r, dest, false, &res);
     r->moving.store(false);
     g_moving_region.store(nullptr);
     if (rc != 0) return rc;
@@ -780,11 +790,7 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
     // unmapping its pages: the move starts after it (probe_hold.h).
     if (rc == 0) wait_out_probes(r);
     if (out) out->checks_ns = monotonic_ns() - t0;
-    if (rc == 0) {
-        prefetch_keep_off(r->start, r->map_len); // the copy is not a reader's stream (prefetch_worker.h)
-        rc = move_chunks(r, dest, write_back, out);
-        prefetch_keep_off_end();
-    }
+    if (rc == 0) rc = move_chunks_kept_off(r, dest, write_back, out);
     r->moving.store(false);
     g_moving_region.store(nullptr);
     return rc;

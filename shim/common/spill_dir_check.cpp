@@ -68,14 +68,17 @@ bool owner_and_mode(const char *path, const struct stat &st, SpillDirCheck *d, c
     return true;
 }
 
-// With the directory open as d->fd: writable, and on a disk (or allowed).
-void writable_and_on_disk(const char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
-    if (access(path, W_OK) != 0) {
+// Writable (unless the caller asked already), and on a disk (or allowed);
+// asked of d->fd when it is open, else of the path.
+void writable_and_on_disk(const char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap,
+                          bool ask_writable = true) {
+    if (ask_writable && access(path, W_OK) != 0) {
         refuse(d, snprintf(why, cap, "%s is not writable (%s); make it writable (chmod u+w) or name another directory", path, strerror(errno)));
         return;
     }
     struct statfs fs;
-    if (fstatfs(d->fd, &fs) == 0 && is_ram_filesystem((unsigned long)fs.f_type)) {
+    int got = d->fd >= 0 ? fstatfs(d->fd, &fs) : statfs(path, &fs);
+    if (got == 0 && is_ram_filesystem((unsigned long)fs.f_type)) {
         d->on_tmpfs = true;
         if (!allow_tmpfs) {
             refuse(d, snprintf(why, cap,
@@ -88,6 +91,10 @@ void writable_and_on_disk(const char *path, bool allow_tmpfs, SpillDirCheck *d, 
     d->usable = true;
 }
 
+// Missing or refused at the first look: each step in turn, for its own
+// reason (mkdir of every prefix, lstat, the checks, open).
+void check_spill_dir_slow(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap);
+
 } // namespace
 
 int default_spill_dir_text(char *out, size_t cap) {
@@ -95,6 +102,11 @@ int default_spill_dir_text(char *out, size_t cap) {
 }
 
 bool is_ram_filesystem(unsigned long f_type) { return f_type == TMPFS_MAGIC || f_type == RAMFS_MAGIC; }
+
+bool fd_may_be_on_ram_filesystem(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) != 0 || is_ram_filesystem((unsigned long)fs.f_type);
+}
 
 void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
     *d = SpillDirCheck{};
@@ -119,6 +131,33 @@ void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, 
     if (fd >= 0) close(fd);
 
     // Missing or refused: each step in turn, for its own reason.
+    check_spill_dir_slow(path, allow_tmpfs, d, why, cap);
+}
+
+void check_spill_dir_verdict(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
+    *d = SpillDirCheck{};
+    if (cap) why[0] = 0;
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/') path[--len] = 0;
+    // A directory of this user's, private, that the engine can open and
+    // create in: what lstat says is what fstat of it would. Anything else
+    // takes check_spill_dir's own steps, for its own reason.
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        access(path, R_OK | W_OK | X_OK) == 0) {
+        if (owner_and_mode(path, st, d, why, cap)) writable_and_on_disk(path, allow_tmpfs, d, why, cap, false);
+        return;
+    }
+    check_spill_dir(path, allow_tmpfs, d, why, cap);
+    if (d->fd >= 0) close(d->fd);
+    d->fd = -1;
+}
+
+namespace {
+
+void check_spill_dir_slow(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, size_t cap) {
+    const int kOpenFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    struct stat st;
     if (!make_dirs(path, d, why, cap)) return;
     if (lstat(path, &st) != 0) {
         int err = errno;
@@ -134,5 +173,7 @@ void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, 
     }
     writable_and_on_disk(path, allow_tmpfs, d, why, cap);
 }
+
+} // namespace
 
 } // namespace spillway

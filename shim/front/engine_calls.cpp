@@ -4,6 +4,7 @@
 #include "engine_calls.h"
 #include "engine_loader.h"
 #include "small_alloc.h"
+#include "spill_dir_check.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -23,7 +24,7 @@ namespace {
 bool may_be_shm(int dirfd, const char *path) {
     if (!path) return false;
     if (path[0] == '/') return strncmp(path, "/dev/shm/", 9) == 0;
-    if (dirfd == AT_FDCWD) return false;
+    if (dirfd == AT_FDCWD || !fd_may_be_on_ram_filesystem(dirfd)) return false;
     char link[64], target[512];
     snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
     ssize_t n = readlink(link, target, sizeof target - 1);

@@ -96,6 +96,31 @@ int main() {
     CHECK(fstat(f, &st) == 0 && st.st_blocks == 0); // still sparse: we did not touch it
     close(f);
     unlink(plain.c_str());
+
+    // openat and unlinkat relative to a descriptor of /dev/shm are
+    // redirected as the absolute path is; relative to a directory on disk
+    // (which the shim tells apart by its filesystem, not its path) never.
+    int shm_dir = open("/dev/shm", O_RDONLY | O_DIRECTORY);
+    CHECK(shm_dir >= 0);
+    std::string rel = name + "-at";
+    int a = openat(shm_dir, rel.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(a >= 0 && ftruncate(a, 70 * MiB) == 0 && !on_tmpfs(a));
+    CHECK(access(spill_file(rel).c_str(), F_OK) == 0);
+    int a2 = openat(shm_dir, rel.c_str(), O_RDWR);
+    CHECK(a2 >= 0 && fstat(a2, &st) == 0 && st.st_size == 70 * MiB && !on_tmpfs(a2));
+    CHECK(unlinkat(shm_dir, rel.c_str(), 0) == 0 && access(spill_file(rel).c_str(), F_OK) != 0);
+    close(a);
+    close(a2);
+    close(shm_dir);
+    int disk_dir = open(getenv("SPILLWAY_DIR"), O_RDONLY | O_DIRECTORY);
+    CHECK(disk_dir >= 0);
+    std::string on_disk = "plain-at-" + std::to_string(getpid());
+    int g = openat(disk_dir, on_disk.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(g >= 0 && ftruncate(g, 70 * MiB) == 0);
+    CHECK(fstat(g, &st) == 0 && st.st_blocks == 0); // still sparse: we did not touch it
+    CHECK(unlinkat(disk_dir, on_disk.c_str(), 0) == 0);
+    close(g);
+    close(disk_dir);
     puts("shm_calls: ok");
     return 0;
 }

@@ -3,6 +3,7 @@
 
 #include "backing/backing.h"
 #include "log.h"
+#include "spill_dir_check.h"
 #include "spilldir.h"
 
 #include <atomic>
@@ -43,7 +44,7 @@ long raw_openat(int dirfd, const char *path, int flags, mode_t mode) {
 std::string shm_path_of(int dirfd, const char *path) {
     if (!path) return "";
     if (path[0] == '/') return strncmp(path, kShmDir, kShmDirLen) == 0 ? std::string(path) : "";
-    if (dirfd == AT_FDCWD) return "";
+    if (dirfd == AT_FDCWD || !fd_may_be_on_ram_filesystem(dirfd)) return "";
     char link[64], target[512];
     snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
     ssize_t n = readlink(link, target, sizeof target - 1);

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -63,10 +64,14 @@ int open_cache_dir(const char *path, bool create) {
     return fd;
 }
 
-// The whole cache file, if it is private to this user and starts with the
-// magic; *size its length. In memory from keep (never freed), else malloc'd.
-char *read_cache(int dir_fd, size_t *size, void *(*keep)(size_t) = nullptr) {
-    int fd = openat(dir_fd, kVerdictCacheName, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+// The whole cache file (at `name`, relative to dir_fd), if it is private to
+// this user and starts with the magic; *size its length. In memory from
+// keep (never freed), else malloc'd.
+char *read_cache(int dir_fd, const char *name, size_t *size, void *(*keep)(size_t) = nullptr) {
+    // The system call itself: the front reads the cache before main, and
+    // its own openat (front/preload.cpp) would first ask whether dir_fd is
+    // under /dev/shm, which the cache never is.
+    int fd = (int)syscall(SYS_openat, dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return nullptr;
     struct stat st;
     char *buf = nullptr;
@@ -161,11 +166,20 @@ bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, co
                           ConfigVerdict *out, void **storage, void *(*keep)(size_t)) {
     *storage = nullptr;
     if (len > kVerdictCacheMaxText) return false;
-    int dir = open_cache_dir(dir_path, false);
-    if (dir < 0) return false;
+    // Read in every process that names a config, before main: the
+    // directory is checked by lstat and the file opened by its whole path,
+    // two system calls fewer than opening the directory. The directory
+    // can only be replaced between the two by its owner (this user) or,
+    // where /var/tmp lacks its sticky bit, by another user; and then only
+    // a file of this user's own, private, can be read (read_cache): one
+    // only this user's engines wrote.
+    char file[PATH_MAX];
+    struct stat st;
+    if (snprintf(file, sizeof file, "%s/%s", dir_path, kVerdictCacheName) >= (int)sizeof file ||
+        lstat(dir_path, &st) != 0 || !private_to_me(st, S_IFDIR, S_IWGRP | S_IWOTH))
+        return false;
     size_t size = 0;
-    char *data = read_cache(dir, &size, keep);
-    close(dir);
+    char *data = read_cache(AT_FDCWD, file, &size, keep);
     if (!data) return false;
     uint64_t hash = text_hash(text, len);
     for (size_t at = 8; const EntryHead *h = entry_at(data, size, at); at += h->total) {
@@ -195,7 +209,7 @@ void verdict_cache_store(const char *dir_path, const EngineIdentity &engine, con
     int dir = open_cache_dir(dir_path, true);
     if (dir < 0) return;
     size_t old_size = 0;
-    char *old = read_cache(dir, &old_size);
+    char *old = read_cache(dir, kVerdictCacheName, &old_size);
 
     size_t total = padded(sizeof(EntryHead) + len + dir_len + 1 + log_len + 1 + stats_len + 1);
     char *entry = (char *)calloc(1, total);

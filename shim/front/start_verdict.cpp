@@ -56,6 +56,9 @@ bool read_config(const char *path, StartRequest *req) {
         if (n < 0) ok = false;
         if (n <= 0) break;
         len += (size_t)n;
+        // Short of the one byte more at the size fstat gave: the end
+        // (a regular file's read is short only there), without asking again.
+        if (len == (size_t)st.st_size) break;
     }
     close(fd);
     if (!ok || len > kMaxConfig) return false; // text, if any, is abandoned: start-up memory is never freed
@@ -110,8 +113,7 @@ bool check_named_dir(const SimpleSettings &s, StartVerdict *v) {
     memcpy(path, s.spill_dir, len + 1);
     char why[PATH_MAX + 512];
     SpillDirCheck d;
-    check_spill_dir(path, s.allow_tmpfs, &d, why, sizeof why);
-    if (d.fd >= 0) close(d.fd); // the engine opens it again at its first spill
+    check_spill_dir_verdict(path, s.allow_tmpfs, &d, why, sizeof why); // the engine opens it at its first spill
     if (d.usable || d.on_tmpfs || d.foreign) return true;
     if (!fits(d.why_needed, sizeof why)) return v->mode = StartMode::engine_judges, false;
     int n = snprintf(v->message, sizeof v->message, "%s: key 'spill.dir': %s", s.source, why);

@@ -33,12 +33,24 @@ struct Checked {
     std::string path; // as cut in place
 };
 
+// check_spill_dir_verdict, the front's, first: it must say what
+// check_spill_dir says after it (a directory it made is there for both),
+// with no descriptor left open.
 Checked check(const std::string &path, bool allow_tmpfs = false) {
     Checked c;
     char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path.c_str());
     char why[8192];
+    snprintf(buf, sizeof buf, "%s", path.c_str());
+    SpillDirCheck verdict;
+    check_spill_dir_verdict(buf, allow_tmpfs, &verdict, why, sizeof why);
+    std::string verdict_why = why;
+    snprintf(buf, sizeof buf, "%s", path.c_str());
     check_spill_dir(buf, allow_tmpfs, &c.d, why, sizeof why);
+    CHECK(verdict.fd == -1);
+    CHECK(verdict.usable == c.d.usable);
+    CHECK(verdict.on_tmpfs == c.d.on_tmpfs);
+    CHECK(verdict.foreign == c.d.foreign);
+    CHECK(verdict_why == std::string(why));
     c.why = why;
     c.path = buf;
     if (c.d.fd >= 0) {

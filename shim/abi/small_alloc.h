@@ -10,6 +10,22 @@
 #include <cstddef>
 #include <mimalloc.h>
 
+// The small path's calls into mimalloc load their target from the GOT,
+// bound when the library loads, rather than through a PLT stub. The front
+// is built without -fno-plt otherwise, so its ~50 other imports (the
+// config reader's, the loader's, the log's) bind at their first call, not
+// in every process at exec (shim/meson.build).
+extern "C" {
+__attribute__((noplt)) void *mi_malloc(size_t size) noexcept;
+__attribute__((noplt)) void *mi_zalloc(size_t size) noexcept;
+__attribute__((noplt)) void *mi_malloc_aligned(size_t size, size_t alignment) noexcept;
+__attribute__((noplt)) void *mi_zalloc_aligned(size_t size, size_t alignment) noexcept;
+__attribute__((noplt)) void *mi_realloc(void *p, size_t newsize) noexcept;
+__attribute__((noplt)) void mi_free(void *p) noexcept;
+__attribute__((noplt)) size_t mi_usable_size(const void *p) noexcept;
+__attribute__((noplt)) size_t mi_good_size(size_t size) noexcept;
+}
+
 namespace spillway {
 
 // glibc aligns every block to 16 bytes (alignof(max_align_t) on x86-64)

@@ -26,6 +26,14 @@ trap 'rm -rf "$dir"' EXIT
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | tr '\n' ' ')
 [ "$needed" = "libc.so.6 libmimalloc.so.2 " ] || fail "the front needs: $needed(want libc.so.6 libmimalloc.so.2 only)"
 echo "front NEEDED: $needed"
+# Its imports bind at their first call (shim/meson.build), but the small
+# path's mimalloc calls at load: a -z now or a -fno-plt reaching the front
+# would bind all of them in every process at exec.
+readelf -d "$lib" | grep -qE '\(BIND_NOW\)|FLAGS.* NOW' && fail "the front is linked with -z now: its imports bind at exec"
+slots=$(readelf -rW "$lib" | grep -cE 'R_[A-Z0-9_]+_JUMP_SLOT' || true)
+[ "$slots" -ge 20 ] || fail "the front has $slots lazily bound imports (built with -fno-plt?): want its cold imports bound at first call"
+readelf -rW "$lib" | grep -E 'R_[A-Z0-9_]+_GLOB_DAT' | grep -q ' mi_malloc' || fail "mi_malloc is not called through the GOT (abi/small_alloc.h's noplt)"
+echo "front binds lazily: $slots imports at first call, the small path's at load"
 
 LD_PRELOAD="$lib" "$prog" idle absent || fail "no setting: the engine was loaded before its first use"
 LD_PRELOAD="$lib" SPILLWAY_DIR="$dir/spill" SPILLWAY_THRESHOLD=2MiB SPILLWAY_POLICY=disk SPILLWAY_LOG=error \

@@ -25,13 +25,19 @@
 # written) and a JOBRESULT that must match across the four ways.
 #
 #   tests/bench/jobs.sh [--only JOB,...] [--variants unconstrained,swap,shim,bare]
-#                       [--rounds 2] [--limit SIZE] [--ra 128] [--timeout 300] [--build DIR]
+#                       [--rounds 2] [--limit SIZE] [--ra 128] [--device loop|zram]
+#                       [--timeout 300] [--build DIR]
 #                       [--shim LIB] [--shim-env 'NAME=VALUE ...'] [--logs DIR]
 #                       [--record] [--discard] [--out FILE | --append FILE] [--write-results]
 # --limit: one memory limit (e.g. 448M) for every job instead of its own
 # (job_limit below), to find the lowest limit a job survives under the shim.
 # --ra: read_ahead_kb of the spill filesystem's loop device ("keep": as the
-# kernel made it). --shim-env: more settings for the shim runs (e.g.
+# kernel made it). --device: what holds the spill filesystem (and the swap
+# file): "loop" (default), an image on the machine's disk through a loop
+# device with direct I/O; "zram", compressed RAM outside the job's cgroup,
+# a disk without I/O wait: a job's x there is what the shim and the page
+# cache cost, and the gap to the loop device's x is the disk's bandwidth
+# (always mounted with discard, which zram needs). --shim-env: more settings for the shim runs (e.g.
 # SPILLWAY_LOG=debug). --logs: keep every run's output, shim log and
 # SPILLWAY_STATS line there. --record (for diagnosis, with --logs): the shim
 # runs go through `spillway run --record` (every 0.5 s: regions by backing
@@ -58,7 +64,7 @@ PYTHON=/usr/bin/python3
 ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live"
 ALL_VARIANTS="unconstrained swap shim bare"
 JOBS=$ALL_JOBS VARIANTS=$ALL_VARIANTS ROUNDS=2 RA=128 TIMEOUT=300
-SHIM="" SHIM_ENV="" LIMIT="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard
+SHIM="" SHIM_ENV="" LIMIT="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard DEVICE=loop
 while [ $# -gt 0 ]; do
     case $1 in
     --only) JOBS=${2//,/ }; shift ;;
@@ -66,6 +72,8 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift ;;
     --limit) LIMIT=$2; shift ;;
     --ra) RA=$2; shift ;;
+    --device) DEVICE=$2; shift
+        [[ $DEVICE == @(loop|zram) ]] || { echo "jobs.sh: --device is loop or zram, not $DEVICE" >&2; exit 2; } ;;
     --timeout) TIMEOUT=$2; shift ;;
     --build) BUILD=$(readlink -f "$2"); shift ;;
     --shim) SHIM=$(readlink -f "$2"); shift ;;
@@ -165,7 +173,12 @@ swap_cleanup() {
 trap 'swap_cleanup; lib_cleanup; rm -rf "$OUT"' EXIT
 trap 'exit 130' INT TERM
 max_live=$(bytes 8G)
-lib_loopfs $((SWAP_B + max_live + (3 << 30))) "$MOUNT"
+if [ "$DEVICE" = zram ]; then
+    lib_zramfs $((SWAP_B + max_live + (3 << 30))) || exit 1
+    MOUNT=discard
+else
+    lib_loopfs $((SWAP_B + max_live + (3 << 30))) "$MOUNT"
+fi
 [ "$RA" = keep ] || lib_set_ra "$RA"
 SPILL=$LIB_MNT/spill
 mkdir -p "$SPILL"
@@ -181,7 +194,11 @@ backing_dev=$(basename "$(readlink -f "$(df --output=source /var/tmp | tail -1)"
     echo "META commit=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo '?')"
     echo "META kernel=$(uname -r) cpus=$(nproc) mem_gib=$(awk '/MemTotal/{printf "%.1f", $2/1048576}' /proc/meminfo)"
     echo "META cgroup=$(lib_cgroup_fs) thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)"
-    echo "META spill=ext4 ($MOUNT) on $LIB_LOOP (direct I/O to an image on $backing_dev) read_ahead_kb=$(cat /sys/block/$LIB_DEV/queue/read_ahead_kb) ($backing_dev: $(cat /sys/block/$backing_dev/queue/read_ahead_kb 2>/dev/null || echo ?))"
+    if [ "$DEVICE" = zram ]; then
+        echo "META spill=ext4 ($MOUNT) on /dev/$LIB_DEV (zram: compressed RAM outside the job's cgroup, $(sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$LIB_DEV/comp_algorithm"); no disk) read_ahead_kb=$(cat /sys/block/$LIB_DEV/queue/read_ahead_kb)"
+    else
+        echo "META spill=ext4 ($MOUNT) on $LIB_LOOP (direct I/O to an image on $backing_dev) read_ahead_kb=$(cat /sys/block/$LIB_DEV/queue/read_ahead_kb) ($backing_dev: $(cat /sys/block/$backing_dev/queue/read_ahead_kb 2>/dev/null || echo ?))"
+    fi
     echo "META swap=$((SWAP_B >> 30)) GiB file on the spill filesystem, vm.page-cluster=$(cat /proc/sys/vm/page-cluster), vm.swappiness=$(cat /proc/sys/vm/swappiness)"
     echo "META shim=$SHIM blas=$BLAS"
     echo "META load_start=$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,7 +6,7 @@
 # adds a word to the name (a shared machine's convention: whose cgroups).
 
 LIB_TAG=spillway-phasebench${SPILLWAY_BENCH_TAG:+-$SPILLWAY_BENCH_TAG}-$$
-LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""
+LIB_IMG=""; LIB_MNT=""; LIB_LOOP=""; LIB_DEV=""; LIB_RA_OLD=""; LIB_ZRAM=""
 
 lib_log() { printf '[%s %s] %s\n' "${0##*/}" "$(date +%H:%M:%S)" "$*" >&2; }
 
@@ -34,6 +34,34 @@ lib_loopfs() {
     [ "$dio" = 1 ] || lib_log "warning: $LIB_LOOP has dio=$dio: its reads may be served by the host page cache"
     lib_log "spill filesystem: $LIB_MNT on $LIB_LOOP (image $LIB_IMG, $((bytes >> 20)) MiB, dio=$dio, $options)"
 }
+
+# lib_zramfs BYTES: an ext4 filesystem on a new zram device (compressed
+# RAM, lz4), mounted with discard. A disk with no I/O wait, only the CPU
+# of compressing (on the job's 2 cores, like a disk's interrupts), whose
+# memory is the kernel's, not the job's cgroup's: a job's time under the
+# shim there is what the shim and the page cache cost without the disk's
+# bandwidth (jobs.sh --device zram). Discard is not optional: zram frees a
+# discarded block, and without it every spill file ever written would stay
+# in RAM. Sets LIB_MNT, LIB_DEV (zramN) and LIB_ZRAM (N).
+lib_zramfs() {
+    local bytes=$1
+    [ -w /sys/class/zram-control/hot_add ] ||
+        { lib_log "this kernel has no zram (CONFIG_ZRAM): use the loop device (--device loop)"; return 1; }
+    LIB_ZRAM=$(cat /sys/class/zram-control/hot_add)
+    LIB_DEV=zram$LIB_ZRAM
+    if grep -qw lz4 "/sys/block/$LIB_DEV/comp_algorithm"; then echo lz4 > "/sys/block/$LIB_DEV/comp_algorithm"; fi
+    echo "$bytes" > "/sys/block/$LIB_DEV/disksize"
+    LIB_MNT=/var/tmp/$LIB_TAG.mnt
+    mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard "/dev/$LIB_DEV"
+    mkdir -p "$LIB_MNT"
+    mount -o discard "/dev/$LIB_DEV" "$LIB_MNT"
+    chmod 0700 "$LIB_MNT"
+    LIB_RA_OLD=$(cat "/sys/block/$LIB_DEV/queue/read_ahead_kb")
+    lib_log "spill filesystem: $LIB_MNT on /dev/$LIB_DEV (zram, $(sed 's/.*\[\(.*\)\].*/\1/' "/sys/block/$LIB_DEV/comp_algorithm"), $((bytes >> 20)) MiB, discard)"
+}
+
+# lib_zram_used: MiB of RAM the zram device holds now (its mm_stat's mem_used_total)
+lib_zram_used() { awk '{ printf "%.0f", $3 / 1048576 }' "/sys/block/$LIB_DEV/mm_stat"; }
 
 lib_set_ra() { echo "$1" > "/sys/block/$LIB_DEV/queue/read_ahead_kb"; }
 
@@ -90,6 +118,10 @@ lib_cleanup() {
     if [ -n "$LIB_MNT" ] && mountpoint -q "$LIB_MNT"; then umount "$LIB_MNT" || umount -l "$LIB_MNT" || true; fi
     [ -n "$LIB_MNT" ] && rmdir "$LIB_MNT" 2>/dev/null || true
     [ -n "$LIB_LOOP" ] && losetup -d "$LIB_LOOP" 2>/dev/null || true
+    if [ -n "$LIB_ZRAM" ]; then
+        echo 1 > "/sys/block/zram$LIB_ZRAM/reset" 2>/dev/null || true
+        echo "$LIB_ZRAM" > /sys/class/zram-control/hot_remove 2>/dev/null || lib_log "could not remove /dev/zram$LIB_ZRAM"
+    fi
     [ -n "$LIB_IMG" ] && rm -f "$LIB_IMG"
     return 0
 }

@@ -36,11 +36,11 @@ lib_loopfs() {
 }
 
 # lib_zramfs BYTES: an ext4 filesystem on a new zram device (compressed
-# RAM, lz4), mounted with discard. A disk with no I/O wait, only the CPU
-# of compressing (on the job's 2 cores, like a disk's interrupts), whose
-# memory is the kernel's, not the job's cgroup's: a job's time under the
-# shim there is what the shim and the page cache cost without the disk's
-# bandwidth (jobs.sh --device zram). Discard is not optional: zram frees a
+# RAM, lz4), mounted with discard. A disk with no I/O wait whose memory is
+# the kernel's, not the job's cgroup's; but compressing and decompressing
+# run on the machine's CPUs, the job's own 2 cores here, so it is not free:
+# it tells what depends on the device's latency from what depends on the
+# bytes moved (jobs.sh --device zram). Discard is not optional: zram frees a
 # discarded block, and without it every spill file ever written would stay
 # in RAM. Sets LIB_MNT, LIB_DEV (zramN) and LIB_ZRAM (N).
 lib_zramfs() {

@@ -230,7 +230,8 @@ static void refuse_at_start(const StartVerdict &v, const char *on_error) {
     g_state.store(kOff, std::memory_order_release);
 }
 
-__attribute__((constructor(101))) static void spillway_front_constructor() {
+// glibc calls ELF constructors with main's arguments (argc, argv, envp).
+__attribute__((constructor(101))) static void spillway_front_constructor(int, char **argv, char **) {
     pthread_atfork(front_fork_prepare, front_fork_parent, front_fork_child);
     StartVerdict verdict;
     {
@@ -248,6 +249,7 @@ __attribute__((constructor(101))) static void spillway_front_constructor() {
     if (verdict.mode == StartMode::judged) {
         log_configure(verdict.level, verdict.log_fd);
         g_lazy_stats_file = verdict.stats_file;
+        if (g_lazy_stats_file) keep_command_line(argv);
     }
     if (verdict.derive_threshold) { // derived at the first request it could concern (engine_loader.h)
         g_large_threshold = kDerivedThresholdFloor;

@@ -4,7 +4,6 @@
 #include "json_text.h"
 #include "stats_format.h"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -43,29 +42,48 @@ struct Out {
     }
 };
 
-// /proc/self/cmdline with its NULs as spaces, as the engine reads it.
-size_t command_line(char *out, size_t cap) {
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, out, cap - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    for (ssize_t i = 0; i < n - 1; i++)
-        if (out[i] == 0) out[i] = ' ';
-    out[n] = 0;
-    return strlen(out);
+// The command line, arguments joined by spaces, as the engine reads it
+// from /proc/self/cmdline: copied from the argv glibc hands the front's
+// constructor (keep_command_line), before main. Why not the file at exit:
+// its open, read and close were 1.5% of /bin/true's start-up under
+// `spillway run` (docs/benchmarks.md). Why a copy: getopt permutes argv in
+// place ("ls f -l" becomes "ls -l f"), the file does not.
+char g_command[512];
+size_t g_command_len = 0;
+
+// A decimal number without snprintf (its first call in a process that
+// never printed faults in and binds stdio's formatting).
+const char *decimal(char *buf, size_t cap, long value) {
+    char *end = buf + cap - 1, *p = end;
+    *p = 0;
+    unsigned long u = value < 0 ? 0ul - (unsigned long)value : (unsigned long)value;
+    do *--p = (char)('0' + u % 10);
+    while ((u /= 10) && p > buf + 1);
+    if (value < 0) *--p = '-';
+    return p;
 }
 
 } // namespace
 
+void keep_command_line(const char *const *argv) {
+    size_t n = 0, cap = sizeof g_command;
+    for (int i = 0; argv && argv[i] && n + 1 < cap; i++) {
+        if (i) g_command[n++] = ' ';
+        for (const char *c = argv[i]; *c && n + 1 < cap; c++) g_command[n++] = *c;
+    }
+    g_command[n] = 0;
+    g_command_len = n;
+}
+
 void write_empty_stats_line(const char *pattern) {
     namespace key = stats_key;
     if (!pattern || !*pattern) return;
-    char path[4096];
+    char path[4096], num[24];
+    const char *pid = decimal(num, sizeof num, (long)getpid());
     size_t n = 0;
     for (const char *c = pattern; *c && n + 24 < sizeof path; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            n += (size_t)snprintf(path + n, sizeof path - n, "%d", (int)getpid());
+            for (const char *d = pid; *d; d++) path[n++] = *d;
             c++;
         } else {
             path[n++] = *c;
@@ -73,15 +91,14 @@ void write_empty_stats_line(const char *pattern) {
     }
     path[n] = 0;
 
-    char line[2048], cmd[512], num[32];
+    char line[2048];
     Out o{line, sizeof line - 1};
-    snprintf(num, sizeof num, "%d", (int)getpid());
     o.add("{\"");
     o.add(key::pid);
     o.add("\":");
-    o.add(num);
+    o.add(pid);
     o.member(key::cmd);
-    o.quoted(cmd, command_line(cmd, sizeof cmd));
+    o.quoted(g_command, g_command_len);
     if (const char *v = getenv("RANK")) {
         o.member(key::rank);
         o.quoted(v, strlen(v));

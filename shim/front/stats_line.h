@@ -9,6 +9,10 @@
 
 namespace spillway {
 
+// Before main, when the settings name a stats file: keeps the command line
+// (argv, null-terminated, as glibc hands it to constructors) for the line.
+void keep_command_line(const char *const *argv);
+
 // pattern: the stats file ("%p" = the pid), as the settings give it.
 void write_empty_stats_line(const char *pattern);
 

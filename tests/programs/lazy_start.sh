@@ -40,6 +40,8 @@ LD_PRELOAD="$lib" SPILLWAY_DIR="$dir/spill" SPILLWAY_THRESHOLD=2MiB SPILLWAY_POL
     SPILLWAY_STATS="$dir/stats-%p" "$prog" idle absent || fail "the variables set: the engine was loaded before its first use"
 [ "$(stat -c %a "$dir/spill")" = 700 ] || fail "SPILLWAY_DIR: not made 0700 before main"
 grep -q '"regions":{"disk":0' "$dir"/stats-* || fail "SPILLWAY_STATS: no line from a process whose engine never started"
+# Its command as started (kept before main: getopt may permute argv later).
+grep -qF "\"cmd\":\"$prog idle absent\"" "$dir"/stats-* || fail "SPILLWAY_STATS: the line's cmd is not '$prog idle absent': $(cat "$dir"/stats-*)"
 echo "engine: not loaded without settings, nor with the variables (judged by the front)"
 
 # A config file: judged by the engine the first time (then cached), not loaded after.

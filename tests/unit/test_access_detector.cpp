@@ -239,3 +239,16 @@ TEST_CASE("a slow stream reading through a folio it was given has not stopped") 
     CHECK(stream_stopped(kStreamStopNs, 16, 0));
     CHECK(stream_stopped(10'000'000'000, 512, 1));
 }
+
+TEST_CASE("what a stream passed is paged out only where the page cache could not keep it") {
+    constexpr uint64_t MiB = 1 << 20;
+    // A region that fits is left to the kernel's LRU (a matrix read pass after pass).
+    CHECK_FALSE(pages_out_behind(false, 292 * MiB, 400 * MiB));
+    CHECK_FALSE(pages_out_behind(false, 400 * MiB, 400 * MiB));
+    // A chain's buffer: the buffers still to be read are the oldest pages.
+    CHECK(pages_out_behind(true, 64 * MiB, 900 * MiB));
+    // A region larger than the page cache's room evicts itself anyway.
+    CHECK(pages_out_behind(false, 2048 * MiB, 400 * MiB));
+    CHECK(pages_out_behind(false, 401 * MiB, 400 * MiB));
+    CHECK(pages_out_behind(false, 1, 0)); // no room at all
+}

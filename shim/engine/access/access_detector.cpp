@@ -214,6 +214,10 @@ bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned n
     return pages > 0 && front >= pages && idle_looks >= needed;
 }
 
+bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_room) {
+    return chained || region_bytes > page_cache_room;
+}
+
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow) {
     *overflow = false;

@@ -132,6 +132,24 @@ uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t mi
 // page_out_left).
 bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned needed);
 
+// Whether what a moving stream passed is paged out behind it when the
+// cgroup is short of room (sampler.cpp, drop_to): only where the page cache
+// could not keep it anyway.
+//  * A chain's buffer (buffers read in turn): the buffers still to be read
+//    were written long ago, so reclaim, oldest first, would take them
+//    before what the reader just passed (the live job, 8 GiB in 1 GiB).
+//  * A region larger than the room page cache has (the limit less what
+//    cannot be reclaimed): a pass over it must evict its own pages, and
+//    paging out those it passed spares the ones about to be read.
+// A region that fits is left to the kernel's LRU, which keeps what is read
+// twice. Paging it out made every pass over a matrix read it again:
+// scikit-learn's standardising, PCA and k-means over a 292 MiB matrix in
+// 512 MiB read 8.7-10.0 GB in a run with it, 4.2-4.8 GB without; pandas'
+// merge, groupby and sort 4.2-5.3 GB against 2.5-3.4 (tests/bench/JOBS.md,
+// session 8). (A region a re-read has left at its end is still paged out
+// whole: sampler.cpp, page_out_left.)
+bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_room);
+
 // Reads which pages of [start, start + pages*4096) this process maps,
 // as sorted runs into runs[cap]. Returns the number of runs; sets *overflow
 // when there were more than cap (the listed ones are then a prefix).

@@ -434,22 +434,32 @@ uint64_t lead_max_pages() {
 // Whether the cgroup has less free room than twice the lead: what a stream
 // passed is then paged out (a program reading a region twice over with
 // room to spare keeps it).
-bool short_of_room() {
-    MemoryFigures m = read_memory_figures();
-    return m.limited && m.limit <= m.usage + 2 * lead_max_pages() * kPage;
-}
+bool short_of_room(const MemoryFigures &m) { return m.limited && m.limit <= m.usage + 2 * lead_max_pages() * kPage; }
 
-// Where to page out up to behind a stream: 4 MiB behind its front when
-// short of room (0: keep everything).
+// Where to page out up to behind a moving stream: 4 MiB behind its front
+// when short of room and the page cache could not keep the region anyway
+// (pages_out_behind: a chain's buffer, or a region larger than the room
+// page cache has); 0: keep everything.
 uint64_t drop_to(const Track &t) {
     constexpr uint64_t kKeep = (4u << 20) / kPage;
-    if (t.front <= kKeep || !short_of_room()) return 0;
+    if (t.front <= kKeep) return 0;
+    MemoryFigures m = read_memory_figures();
+    if (!short_of_room(m)) return 0;
+    uint64_t pinned = m.usage > m.reclaimable ? m.usage - m.reclaimable : 0;
+    if (!pages_out_behind(t.chained, t.pages * kPage, m.limit > pinned ? m.limit - pinned : 0)) return 0;
     return t.front - kKeep;
 }
 
 // A re-read that left its region at the end (kLeftIdleLooks): what it
-// passed is paged out whole when the cgroup is short of room, the 4 MiB
-// drop_to keeps behind a moving front included. Why: a reader moving
+// passed is paged out whole when the cgroup is short of room, whatever the
+// region's size (unlike drop_to), the 4 MiB drop_to keeps behind a moving
+// front included. Why whatever the size: most regions are read through
+// once (a temporary, a program's input copied into its own structures),
+// and a page written, then read, is on the kernel's active list, ahead of
+// what is read next; a matrix read pass after pass keeps its pages where
+// the detector does not see a pass end (most of scikit-learn's PCA passes:
+// OpenBLAS reads in blocks, with two threads). Both ways were measured
+// (tests/bench/JOBS.md, session 8). Why at all: a reader moving
 // through many buffers left that much of each cached; over 128 buffers of
 // 64 MiB in a 1 GiB cgroup it crowded out the last buffers written, still
 // cached from the fill, and reclaim (oldest first) evicted them before the
@@ -457,7 +467,7 @@ uint64_t drop_to(const Track &t) {
 // the thread cannot ask how far it got), MADV_PAGEOUT only walks the page
 // table.
 void page_out_left(Track &t) {
-    if (t.cache_managed || !short_of_room()) return; // aware code drops that region's cache itself
+    if (t.cache_managed || !short_of_room(read_memory_figures())) return; // aware code drops that region's cache itself
     uint64_t from = std::min(t.stream_from, t.dropped_to);
     madvise((void *)(t.start + from * kPage), (t.pages - from) * kPage, MADV_PAGEOUT);
     t.dropped_to = t.pages;

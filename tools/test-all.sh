@@ -76,6 +76,26 @@ step() {
 step "dependencies (apt)" "$logs/apt.log" bash tools/setup-deps.sh || exit 2
 step "build (meson, build/)" "$logs/build.log" bash tools/build.sh || exit 2
 
+# The suites share one Docker daemon, started by the first that needs one
+# (tests/packaging/lib.sh leaves it running for the integration suite). A
+# daemon this run started is stopped at its end, so the test command leaves
+# the machine's processes as it found them; one running before is left.
+dockerd_before=" $(pgrep -x dockerd | tr '\n' ' ') "
+stop_daemons_started_here() {
+    local pid i
+    for pid in $(pgrep -x dockerd); do
+        [[ "$dockerd_before" == *" $pid "* ]] && continue
+        kill -TERM "$pid" 2>/dev/null || continue
+        for ((i = 0; i < 40; i++)); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -0 "$pid" 2>/dev/null &&
+            echo "test-all: the Docker daemon the suites started (pid $pid) did not stop within 20 s; stop it with kill $pid"
+    done
+    return 0
+}
+
 passed=0 failed=0
 # One line per suite at its end: the suite, its time, passed, failed.
 suite_end() { # NAME SECONDS PASSED FAILED [FAILING NAMES] [LOG]
@@ -152,6 +172,8 @@ if [ "$integration" = 1 ]; then
     suite_end "integration" $((SECONDS - t0)) $((scen_all - scen_bad)) $((scen_bad + extra)) "$names" "$log"
     [ $((scen_bad + extra)) -gt 0 ] && excerpt_tail "$log"
 fi
+
+stop_daemons_started_here
 
 if [ "$failed" -eq 0 ]; then
     rm -rf "$logs"

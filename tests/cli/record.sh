@@ -44,6 +44,9 @@ assert r["backing"] == "disk" and r["len"] >= 16 << 20 and 0 < r["resident"] <= 
 assert r["phase"] in ("undecided", "random", "sequential") and r["advice"], r
 cg = [s for s in samples if s["processes"]][-1]["cgroups"]  # the cgroups of the processes seen
 assert cg and cg[0]["usage"] > 0 and cg[0]["version"] in (1, 2), cg
+# One job, one cgroup: an exiting process's v1 /proc/PID/cgroup names the root.
+names = {c["name"] for s in samples for c in s["cgroups"]}
+assert len(names) == 1, f"the job's one process was put in {sorted(names)}"
 stats = [l["stats"] for l in lines if "stats" in l]
 assert len(stats) == 1 and stats[0]["pid"] == p["pid"], stats
 PY

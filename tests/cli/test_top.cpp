@@ -75,9 +75,17 @@ TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel wri
     ProcCounters c;
     // comm with a space and a parenthesis: fields are counted from the last ')'.
     REQUIRE(parse_stat("123 (a b) c) S 77 123 123 0 -1 4194560 1500 0 42 0 9 1 0 0 20 0 1 0", c));
+    CHECK(c.state == 'S');
+    CHECK_FALSE(has_exited(c));
     CHECK(c.ppid == 77);
     CHECK(c.minflt == 1500);
     CHECK(c.majflt == 42);
+    REQUIRE(parse_stat("9 (python3) Z 77 9 9 0 -1 4227148 64 0 0 0 0 0 0 0 20 0 1 0", c));
+    CHECK(has_exited(c)); // a zombie: its /proc/PID/cgroup already names the root
+    REQUIRE(parse_stat("9 (python3) R 77 9 9 0 -1 4227148 64 0 0 0 0 0 0 0 20 0 1 0", c));
+    CHECK(has_exited(c)); // still running its exit (PF_EXITING): the same
+    REQUIRE(parse_stat("9 (python3) R 77 9 9 0 -1 4194560 64 0 0 0 0 0 0 0 20 0 1 0", c));
+    CHECK_FALSE(has_exited(c));
     CHECK_FALSE(parse_stat("garbage", c));
     uint64_t rb = 0;
     REQUIRE(parse_io("rchar: 10\nwchar: 0\nsyscr: 1\nsyscw: 0\nread_bytes: 8192\nwrite_bytes: 0\n", rb));

@@ -58,8 +58,11 @@ JobSample JobSampler::take() {
         ProcessSample p;
         p.pid = pid;
         p.comm = read_comm(pid);
+        // The cgroup before the state: an exited task's /proc/PID/cgroup names
+        // the root (v1), so a group read before a live state is the job's own.
+        CgroupFigures cg = locate_cgroup(pid);
         p.counters_known = read_counters(pid, p.counters);
-        if (!p.counters_known) continue; // it exited while we looked
+        if (!p.counters_known || has_exited(p.counters)) continue; // it exited while we looked
         auto env = environ_cache_.find(pid);
         if (env == environ_cache_.end())
             env = environ_cache_.emplace(pid, read_environ(pid, {"RANK", "LOCAL_RANK"})).first;
@@ -74,7 +77,6 @@ JobSample JobSampler::take() {
             for (const LiveRegionView &r : snap->regions)
                 if (is_mapped(vmas, r.start, r.len)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
         }
-        CgroupFigures cg = locate_cgroup(pid);
         p.cgroup = cg.name;
         if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;
         s.processes.push_back(std::move(p));

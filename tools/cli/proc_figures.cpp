@@ -91,7 +91,9 @@ bool parse_stat(std::string_view text, ProcCounters &out) {
     }
     if (fields.size() < 10) return false;
     auto num = [](std::string_view s) { return strtoull(std::string(s).c_str(), nullptr, 10); };
+    out.state = fields[0][0];
     out.ppid = (pid_t)num(fields[1]);
+    out.flags = num(fields[6]);
     out.minflt = num(fields[7]);
     out.majflt = num(fields[9]);
     return true;

@@ -22,6 +22,8 @@
 namespace spillway::cli {
 
 struct ProcCounters {
+    char state = '?';       // 'Z' or 'X': exited
+    unsigned long flags = 0; // the kernel's PF_* flags; PF_EXITING (0x4) from the start of exit
     pid_t ppid = 0;
     uint64_t minflt = 0, majflt = 0;
     uint64_t read_bytes = 0; // from /proc/PID/io; valid when io_known
@@ -42,6 +44,9 @@ std::set<pid_t> process_tree(pid_t root);
 bool maps_mention_shim(std::string_view maps_text);
 
 bool read_counters(pid_t pid, ProcCounters &out);
+// Whether the process is exiting or has exited. From then on a v1
+// /proc/PID/cgroup names the root, not the job's group, and its memory is going.
+inline bool has_exited(const ProcCounters &c) { return c.state == 'Z' || c.state == 'X' || (c.flags & 0x4); }
 // The fields after "PID (comm)" of /proc/PID/stat.
 bool parse_stat(std::string_view stat_text, ProcCounters &out);
 // read_bytes of /proc/PID/io.

@@ -43,6 +43,34 @@ TEST_CASE("cgroup v2: limit minus unreclaimable usage") {
     CHECK(m.usage == 600);
     CHECK(m.reclaimable == 200); // file minus shmem: memfd is not reclaimable
     CHECK(m.where.find("/sys/fs/cgroup/job") != std::string::npos);
+    CHECK(m.unreclaimable() == 400);
+    CHECK(m.room() == 600);
+}
+
+TEST_CASE("cgroup: the tightest ancestor binds, by room left, not by limit") {
+    FakeRoot f;
+    put(f.root + "/proc/self/cgroup", "0::/job/step\n");
+    // The step has the lower limit but more room: its parent binds.
+    put(f.root + "/sys/fs/cgroup/job/step/memory.max", "800\n");
+    put(f.root + "/sys/fs/cgroup/job/step/memory.current", "100\n");
+    put(f.root + "/sys/fs/cgroup/job/step/memory.stat", "file 0\nshmem 0\n");
+    put(f.root + "/sys/fs/cgroup/job/memory.max", "1000\n");
+    put(f.root + "/sys/fs/cgroup/job/memory.current", "900\n");
+    put(f.root + "/sys/fs/cgroup/job/memory.stat", "file 100\nshmem 0\n");
+    MemoryFigures m = read_memory_figures();
+    REQUIRE(m.limited);
+    CHECK(m.limit == 1000);
+    CHECK(m.room() == 200);
+}
+
+TEST_CASE("cgroup: room and unreclaimable at their edges") {
+    MemoryFigures over{true, 100, 150, 20, "x"}; // over its limit (v1 may report it)
+    CHECK(over.unreclaimable() == 130);
+    CHECK(over.room() == 0);
+    MemoryFigures odd{true, 100, 10, 40, "x"}; // figures read at different instants
+    CHECK(odd.unreclaimable() == 0);
+    CHECK(odd.room() == 100);
+    CHECK(MemoryFigures{}.room() == UINT64_MAX); // no limit
 }
 
 TEST_CASE("cgroup v1: memory controller line, total_cache and total_shmem") {
@@ -57,7 +85,7 @@ TEST_CASE("cgroup v1: memory controller line, total_cache and total_shmem") {
     REQUIRE(m.limited);
     CHECK(m.limit == 536870912);
     CHECK(m.reclaimable == 100000000);
-    CHECK(m.limit - (m.usage - m.reclaimable) == 200000000);
+    CHECK(m.room() == 200000000);
 }
 
 TEST_CASE("no limit anywhere means unlimited") {

@@ -445,8 +445,7 @@ uint64_t drop_to(const Track &t) {
     if (t.front <= kKeep) return 0;
     MemoryFigures m = read_memory_figures();
     if (!short_of_room(m)) return 0;
-    uint64_t pinned = m.usage > m.reclaimable ? m.usage - m.reclaimable : 0;
-    if (!pages_out_behind(t.chained, t.pages * kPage, m.limit > pinned ? m.limit - pinned : 0)) return 0;
+    if (!pages_out_behind(t.chained, t.pages * kPage, m.room())) return 0;
     return t.front - kKeep;
 }
 

@@ -76,17 +76,11 @@ MemoryFigures read_memory_figures() {
             uint64_t limit = 0, usage = 0;
             if (read_number(dir + "/" + limit_file, limit) && limit < (1ull << 60) &&
                 read_number(dir + "/" + usage_file, usage)) {
-                uint64_t room = limit > usage ? limit - usage : 0;
                 uint64_t file = stat_field(dir + "/memory.stat", file_key);
                 uint64_t shmem = stat_field(dir + "/memory.stat", shmem_key);
                 uint64_t reclaimable = file > shmem ? file - shmem : 0;
-                if (!f.limited || room + reclaimable < f.limit - (f.usage - f.reclaimable)) {
-                    f.limited = true;
-                    f.limit = limit;
-                    f.usage = usage;
-                    f.reclaimable = reclaimable < usage ? reclaimable : usage;
-                    f.where = dir;
-                }
+                MemoryFigures here{true, limit, usage, reclaimable < usage ? reclaimable : usage, dir};
+                if (!f.limited || here.room() < f.room()) f = here;
             }
             if (path.empty() || path == "/") break;
             size_t slash = path.rfind('/');
@@ -133,12 +127,7 @@ uint64_t memory_headroom() {
     uint64_t now = monotonic_coarse_ns();
     uint64_t at = cached_at.load(std::memory_order_acquire);
     if (at && now - at < 5'000'000) return cached_value.load(std::memory_order_relaxed);
-    MemoryFigures f = read_memory_figures();
-    uint64_t room = UINT64_MAX;
-    if (f.limited) {
-        uint64_t used = f.usage - f.reclaimable;
-        room = f.limit > used ? f.limit - used : 0;
-    }
+    uint64_t room = read_memory_figures().room();
     cached_value.store(room, std::memory_order_relaxed);
     cached_at.store(now, std::memory_order_release);
     return room;

@@ -18,6 +18,15 @@ struct MemoryFigures {
     uint64_t usage = 0;          // bytes charged, page cache included
     uint64_t reclaimable = 0;    // file pages that are not shmem
     std::string where;           // the cgroup directory that binds
+
+    // What reclaim cannot free: usage less the page cache (never below 0).
+    uint64_t unreclaimable() const { return usage > reclaimable ? usage - reclaimable : 0; }
+    // What the cgroup can still take that reclaim need not make room for:
+    // limit - unreclaimable (0 when over), UINT64_MAX without a limit.
+    uint64_t room() const {
+        if (!limited) return UINT64_MAX;
+        return limit > unreclaimable() ? limit - unreclaimable() : 0;
+    }
 };
 
 // Reads the figures now (a few small file reads; tens of microseconds).

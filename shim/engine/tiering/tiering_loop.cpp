@@ -247,7 +247,7 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
             spill_dir_fd(), cgroup, c.bytes,
             [&](uint64_t claimed_by_others) {
                 MemoryFigures g = read_memory_figures(); // fresh, under the cgroup's lock
-                room = promotion_room(g.limited, g.limit, g.usage - g.reclaimable, reserve, claimed_by_others);
+                room = promotion_room(g.limited, g.limit, g.unreclaimable(), reserve, claimed_by_others);
                 return room >= c.bytes;
             },
             &others);
@@ -385,12 +385,12 @@ unsigned tick(State &st) {
             promote(snap, n, i, f.where, false, settings.memory_reserve, monotonic_ns());
         return ts.interval_ms;
     }
-    uint64_t unreclaimable = f.usage - f.reclaimable;
+    uint64_t unreclaimable = f.unreclaimable();
     // The part of the growth that is this process's regions filling is
     // bounded by what they have left to fill (tiering.h). Measured only
     // while the growth could matter: twice the current rate over the
     // horizon would bring usage within the margin.
-    uint64_t distance = f.limit > unreclaimable ? f.limit - unreclaimable : 0;
+    uint64_t distance = f.room();
     double fill_rate = 0;
     uint64_t unfilled = 0;
     bool fill_measured = false, fill_known = false;

@@ -210,7 +210,17 @@ int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
     printf("dataset_backing=%d\ntable_backing=%d\n", spillway_backing(data), spillway_backing(table));
     fflush(stdout);
     auto t = Clock::now();
-    for (size_t i = 0; i < dn; i++) data[i] = mix(i);
+    // Paced to at least 10 ms per 8 MiB (640 ms for 512 MiB): the detector
+    // looks every 100 ms and learns order only from looks that find the fill
+    // under way, so a machine that filled in under two looks would learn
+    // nothing about the dataset (256 MiB took 87 ms on an idle VM).
+    constexpr size_t kChunk = 8 * MiB / 8;
+    for (size_t c = 0; c * kChunk < dn; c++) {
+        for (size_t i = c * kChunk; i < dn && i < (c + 1) * kChunk; i++) data[i] = mix(i);
+        double due_ms = 10.0 * (double)(c + 1);
+        if (double now = ms_since(t); now < due_ms)
+            std::this_thread::sleep_for(std::chrono::microseconds((long)((due_ms - now) * 1000)));
+    }
     printf("fill_ms=%.0f\n", ms_since(t));
     t = Clock::now();
     constexpr uint64_t kEmpty = ~0ull;
@@ -218,14 +228,20 @@ int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
     printf("table_init_ms=%.0f\n", ms_since(t));
     t = Clock::now();
     uint64_t x = 88172645463325252ull;
-    for (size_t k = 0; k < writes_m * 1000000; k++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        size_t i = x % tn;
-        table[i] = mix(i) + 1;
+    // writes_m million writes, and on for at least 500 ms (five looks) on a
+    // machine fast enough to make them sooner, for the reason the fill is paced.
+    size_t writes = 0;
+    for (;;) {
+        for (size_t k = 0; k < 1000000; k++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            size_t i = x % tn;
+            table[i] = mix(i) + 1;
+        }
+        if (++writes >= writes_m && ms_since(t) >= 500) break;
     }
-    printf("scatter_ms=%.0f\n", ms_since(t));
+    printf("scatter_ms=%.0f\nscatter_writes_m=%zu\n", ms_since(t), writes);
     t = Clock::now();
     size_t bad = 0, touched = 0;
     for (size_t i = 0; i < dn; i++)

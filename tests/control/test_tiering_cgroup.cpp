@@ -66,7 +66,7 @@ TEST_CASE("first run, no profile: the scatter buffer is promoted to memory in pl
     std::string stats = spill_dir() + "/../tiering-first-run.jsonl";
     unlink(stats.c_str());
     Run r;
-    r.out = run_helper({"first-run", "1024", "128", "10"}, &r.status,
+    r.out = run_helper({"first-run", "1024", "128", "10", "until-promoted"}, &r.status,
                        in_cgroup(*cg, {"SPILLWAY_STATS=" + stats, "SPILLWAY_LOG=info"}));
     INFO(r.out);
     REQUIRE(r.status == 0);

@@ -2,12 +2,14 @@
 // and of the tiering benchmark (tests/bench/tiering.sh). Linked against
 // libspillway, run in a memory cgroup; each prints "key=value" lines.
 //
-//   first-run DATASET_MIB SCATTER_MIB WRITES_M
+//   first-run DATASET_MIB SCATTER_MIB WRITES_M [until-promoted]
 //       fills a DATASET region in order, then writes WRITES_M million random
 //       8-byte words into a SCATTER region (both from their own call site,
 //       no profile: both start on disk); prints when the scatter region
 //       became memory-backed, the scatter phase's time, and whether every
-//       byte is intact.
+//       byte is intact. until-promoted: writes on past WRITES_M until the
+//       region is promoted (10 s at most), so a fast disk cannot end the
+//       phase before tiering acts.
 //   growth REGION_MIB GROW_MIB RATE_MIB_S [CHECK_PAGES]
 //       places a REGION in memory (SPILLWAY_RANDOM_ACCESS), fills it, then
 //       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
@@ -156,7 +158,7 @@ __attribute__((noinline)) uint64_t *alloc_pair_table(size_t n) { return not_a_ta
 __attribute__((noinline)) uint64_t *alloc_quick_dataset(size_t n) { return not_a_tail_call(malloc(n), 5); }
 __attribute__((noinline)) uint64_t *alloc_quick_table(size_t n) { return not_a_tail_call(malloc(n), 6); }
 
-int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
+int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m, bool until_promoted) {
     size_t dn = dataset_mib * MiB / 8, sn = scatter_mib * MiB / 8;
     uint64_t *data = alloc_dataset(dn * 8);
     uint64_t *scatter = alloc_scatter(sn * 8);
@@ -172,7 +174,11 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
     double promoted_ms = -1;
     size_t writes = writes_m * 1000000, promoted_at = 0;
     uint64_t x = 88172645463325252ull;
-    for (size_t k = 0; k < writes; k++) {
+    // writes_m million writes; with until_promoted, on until the promotion
+    // (10 s at most): a faster disk than this one could end the writes
+    // before tiering has looked, judged and pulled the region in.
+    size_t k = 0;
+    for (; k < writes || (until_promoted && promoted_ms < 0 && ms_since(t0) < 10000); k++) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
@@ -185,8 +191,8 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m) {
         }
     }
     double scatter_ms = ms_since(t0);
-    printf("promoted_after_ms=%.0f\npromoted_after_writes=%zu\nscatter_ms=%.0f\n", promoted_ms, promoted_at,
-           scatter_ms);
+    printf("promoted_after_ms=%.0f\npromoted_after_writes=%zu\nscatter_ms=%.0f\nscatter_writes=%zu\n", promoted_ms,
+           promoted_at, scatter_ms, k);
     printf("scatter_backing_end=%d\n", spillway_backing(scatter));
     printf("scatter_truth=%s\n", truth(scatter).c_str());
     size_t bad = 0, touched = 0;
@@ -464,8 +470,8 @@ int reread(size_t buffers, size_t buf_mib) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
-    if (argc == 5 && strcmp(argv[1], "first-run") == 0)
-        return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if ((argc == 5 || (argc == 6 && strcmp(argv[5], "until-promoted") == 0)) && strcmp(argv[1], "first-run") == 0)
+        return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10), argc == 6);
     if (argc == 5 && strcmp(argv[1], "learn-pair") == 0)
         return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
     if (argc == 5 && strcmp(argv[1], "learn-quick") == 0)

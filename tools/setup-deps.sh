@@ -28,10 +28,18 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -gt 0 ] || exit 0
 export DEBIAN_FRONTEND=noninteractive
+# A freshly booted machine's own apt (apt-daily, unattended-upgrades) may
+# hold the lock: wait for it rather than fail; a mirror's hiccup gets two
+# more tries.
+apt_get() { apt-get -o DPkg::Lock::Timeout=900 "$@"; }
 install_missing() {
   echo "setup-deps.sh: installing ${missing[*]}"
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
+  local try
+  for try in 1 2 3; do
+    apt_get update -q && apt_get install -y -q --no-install-recommends "${missing[@]}" && return 0
+    [ $try -lt 3 ] && { echo "setup-deps.sh: apt-get failed (try $try of 3); again in $((try * 15)) s"; sleep $((try * 15)); }
+  done
+  return 1
 }
 if [ -z "$log" ]; then
   install_missing

@@ -13,8 +13,9 @@
 # apt's, the build's and every suite's full output go to log files under
 # one directory, named at the start and kept only when something failed
 # (or the dependencies or the build did). Ends with one line "N passed, N failed"
-# (tests and integration scenarios) and a non-zero status if anything
-# failed; status 2 when the dependencies or the build failed.
+# (tests and integration scenarios; ", N skipped" added when a test skipped)
+# and a non-zero status if anything failed; status 2 when the dependencies or
+# the build failed.
 # Usage: bash tools/test-all.sh [--no-integration] [--no-packaging] [--suites "unit cli ..."]
 #   --suites: only these meson suites (a developer's shortcut; CI runs all)
 set -uo pipefail
@@ -96,13 +97,15 @@ stop_daemons_started_here() {
     return 0
 }
 
-passed=0 failed=0
-# One line per suite at its end: the suite, its time, passed, failed.
-suite_end() { # NAME SECONDS PASSED FAILED [FAILING NAMES] [LOG]
+passed=0 failed=0 skipped=0
+# One line per suite at its end: the suite, its time, passed, failed (and
+# skipped, by name: a skip is a test that did not run, so it is shown).
+suite_end() { # NAME SECONDS PASSED FAILED [FAILING NAMES] [LOG] [SKIPPED] [SKIPPED NAMES]
     local line="test-all: suite $1: $2 s, $3 passed, $4 failed"
     [ "$4" -gt 0 ] && line+="${5:+: $5}; log: $6"
+    [ "${7:-0}" -gt 0 ] && line+="; ${7} skipped: $8"
     echo "$line"
-    passed=$((passed + $3)); failed=$((failed + $4))
+    passed=$((passed + $3)); failed=$((failed + $4)); skipped=$((skipped + ${7:-0}))
 }
 
 # The meson suites, in the order meson lists them. One test at a time:
@@ -129,7 +132,10 @@ for suite in $suites; do
     if [ -z "$ok" ]; then # meson did not get as far as its summary
         bad=$((bad + 1)); names="${names:+$names, }meson test did not run"
     fi
-    suite_end "$suite" $((SECONDS - t0)) "${ok:-0}" "$bad" "$names" "$log"
+    skips=$(awk '/^Skipped:/{print $2}' "$log")
+    skip_names=$(grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$log" | sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' |
+                 sort -u | tr '\n' ' ' | sed 's/ $//')
+    suite_end "$suite" $((SECONDS - t0)) "${ok:-0}" "$bad" "$names" "$log" "${skips:-0}" "$skip_names"
     [ "$bad" -gt 0 ] && { excerpt_meson_failures "$log"; [ -n "$ok" ] || excerpt_tail "$log"; }
 done
 
@@ -181,5 +187,7 @@ if [ "$failed" -eq 0 ]; then
 else
     echo "test-all: all suites in $((SECONDS - all_start)) s; the logs of what failed are in $logs/"
 fi
-echo "$passed passed, $failed failed"
+total="$passed passed, $failed failed"
+[ "$skipped" -gt 0 ] && total+=", $skipped skipped"
+echo "$total"
 [ "$failed" -eq 0 ]

@@ -65,8 +65,15 @@ make_debian_root() {
         DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends \
             debootstrap >"$SCRATCH/apt.log" 2>&1 || fail "apt-get install debootstrap failed: $(tail -1 "$SCRATCH/apt.log")"
     fi
-    debootstrap --variant=minbase --include="$packages" "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR" >"$log" 2>&1 ||
-        fail "debootstrap of Debian $DEBIAN_SUITE from $DEBIAN_MIRROR failed (is it reachable?): $(tail -1 "$log")"
+    # Three tries: a mirror's passing error should not fail the suite.
+    local try
+    for try in 1 2 3; do
+        rm -rf "$root"
+        debootstrap --variant=minbase --include="$packages" "$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR" >>"$log" 2>&1 && break
+        [ $try = 3 ] && fail "debootstrap of Debian $DEBIAN_SUITE from $DEBIAN_MIRROR failed 3 times (is it reachable?): $(tail -1 "$log")"
+        echo "debootstrap failed (try $try of 3): $(tail -1 "$log"); again in $((try * 15)) s"
+        sleep $((try * 15))
+    done
     # The downloaded .debs are not part of an installed system.
     rm -f "$root"/var/cache/apt/archives/*.deb
     mkdir -p "$ROOT_CACHE"

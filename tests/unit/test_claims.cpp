@@ -96,31 +96,51 @@ TEST_CASE("a claim is recorded only when it fits; others' claims are counted; de
 TEST_CASE("two processes racing for 400 of 500 bytes: exactly one gets it") {
     TempDir d;
     const std::string cg = "/race";
-    int pipes[2];
-    REQUIRE(pipe(pipes) == 0);
+    // go: both start at once; results: each child's verdict; release: each
+    // holds its claim (stays alive) until the parent has both verdicts, so a
+    // child scheduled late cannot find the winner already gone.
+    int go[2], results[2], release[2];
+    REQUIRE(pipe(go) == 0);
+    REQUIRE(pipe(results) == 0);
+    REQUIRE(pipe(release) == 0);
     pid_t kids[2];
     for (pid_t &k : kids) {
         k = fork();
         if (k == 0) {
-            char go;
-            if (read(pipes[0], &go, 1) != 1) _exit(3);
+            close(go[1]);
+            close(results[0]);
+            close(release[1]);
+            char c;
+            if (read(go[0], &c, 1) != 1) _exit(3);
             bool won = claim_headroom(d.fd, cg, 400, [](uint64_t others) {
                 usleep(20000); // the decision takes a while: the other one must wait, not decide too
                 return 500 - others >= 400;
             });
-            usleep(200000); // hold the claim while the other decides
+            c = won ? 'w' : 'l';
+            if (write(results[1], &c, 1) != 1) _exit(3);
+            while (read(release[0], &c, 1) > 0) {
+            } // until the parent closes it
             _exit(won ? 0 : 1);
         }
     }
-    close(pipes[0]);
-    REQUIRE(write(pipes[1], "gg", 2) == 2);
-    close(pipes[1]);
+    close(go[0]);
+    close(results[1]);
+    close(release[0]);
+    REQUIRE(write(go[1], "gg", 2) == 2);
+    close(go[1]);
     int wins = 0;
+    for (int i = 0; i < 2; i++) {
+        char c = 0;
+        REQUIRE(read(results[0], &c, 1) == 1);
+        wins += c == 'w';
+    }
+    close(results[0]);
+    close(release[1]); // both may exit now
     for (pid_t k : kids) {
         int status = 0;
         waitpid(k, &status, 0);
         REQUIRE(WIFEXITED(status));
-        wins += WEXITSTATUS(status) == 0;
+        CHECK(WEXITSTATUS(status) <= 1);
     }
     CHECK(wins == 1);
     // Both exited: their claims are dropped by the next reader.

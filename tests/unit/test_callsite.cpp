@@ -18,7 +18,8 @@ static CallSite *site(void *p) { return static_cast<CallSite *>(p); }
 TEST_CASE("the same path is one site; different paths are different sites") {
     test::bring_up();
     CallSite *seen[2];
-    for (volatile int i = 0; i < 2; i++) // volatile: one call instruction, not an unrolled pair
+    volatile int n = 2; // volatile: one call instruction, not an unrolled pair
+    for (int i = 0; i < n; i++)
         seen[i] = site(sequential_fill_site(capture));
     CallSite *a = seen[0], *b = seen[1];
     CallSite *c = site(scatter_add_site(capture));

@@ -33,7 +33,7 @@ struct KernelOrdered {
     KernelOrdered() { __tsan_ignore_thread_begin(); }
     ~KernelOrdered() { __tsan_ignore_thread_end(); }
 #else
-    KernelOrdered() = default;
+    KernelOrdered() {} // user-provided: a scope that only marks is not an "unused variable"
 #endif
     KernelOrdered(const KernelOrdered &) = delete;
     KernelOrdered &operator=(const KernelOrdered &) = delete;

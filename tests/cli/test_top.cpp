@@ -105,6 +105,32 @@ TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel wri
     CHECK(is_mapped(vmas, 0x7f0000200000ull, 1 << 20));
     CHECK_FALSE(is_mapped(vmas, 0x7f0000600000ull, 4 << 20)); // runs past the end: freed meanwhile
     CHECK_FALSE(is_mapped(vmas, 0x100000, 4096));
+    CHECK(vmas[0].accessible);
+    CHECK(vmas[0].path == "/spill/#12 (deleted)");
+    CHECK(vmas[1].path.empty());
+
+    // The snapshot is up to a second old: a region freed since keeps its
+    // range mapped PROT_NONE in the arena, and a new region at the address
+    // may have another backing. Neither is the snapshot's region any more.
+    auto arena = parse_smaps("7f0000000000-7f0000400000 rw-s 00000000 fd:01 12 /var/tmp/spillway-0/#12 (deleted)\n"
+                             "Rss: 1024 kB\n"
+                             "7f0000400000-7f0000800000 ---p 00000000 00:00 0 \nRss: 0 kB\n"
+                             "7f0000800000-7f0000c00000 rw-s 00000000 00:01 7 /memfd:spillway (deleted)\nRss: 4096 kB\n"
+                             "7f0000c00000-7f0001000000 rw-p 00000000 00:00 0\nRss: 4096 kB\n");
+    REQUIRE(arena.size() == 4);
+    CHECK_FALSE(arena[1].accessible);
+    CHECK(arena[2].path == "/memfd:spillway (deleted)");
+    CHECK(arena[3].path.empty()); // no trailing space after the inode
+    const uint64_t at = 0x7f0000000000ull, MiB4 = 4 << 20;
+    CHECK(is_mapped(arena, at, MiB4, "disk"));
+    CHECK_FALSE(is_mapped(arena, at, MiB4, "memory"));         // a disk region now where a memory one was
+    CHECK_FALSE(is_mapped(arena, at + MiB4, MiB4, "disk"));    // freed: PROT_NONE
+    CHECK_FALSE(is_mapped(arena, at + MiB4, MiB4));
+    CHECK(is_mapped(arena, at + 2 * MiB4, MiB4, "memory"));
+    CHECK_FALSE(is_mapped(arena, at + 2 * MiB4, MiB4, "anon"));
+    CHECK(is_mapped(arena, at + 3 * MiB4, MiB4, "anon"));
+    CHECK_FALSE(is_mapped(arena, at + 3 * MiB4, MiB4, "disk"));
+    CHECK(is_mapped(arena, at + 2 * MiB4, 2 * MiB4, "memory", "anon")); // a move under way: either
 
     std::string env("PATH=/bin\0RANK=3\0LOCAL_RANK=1\0RANKING=no\0", 41);
     auto vars = parse_environ(env, {"RANK", "LOCAL_RANK", "WORLD_SIZE"});
@@ -115,6 +141,8 @@ TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel wri
     CHECK(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /usr/lib/libspillway.so\n"));
     CHECK(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /build/shim/libspillway.so.0\n"));
     CHECK_FALSE(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /usr/lib/libspillwayish.so\n"));
+    // Reinstalled or rebuilt while the job runs: still the shim the job has.
+    CHECK(maps_mention_shim("7f-80 r-xp 0 fd:01 9 /build/shim/libspillway.so (deleted)\n"));
 }
 
 TEST_CASE("top: the memory cgroup is found and read for v1 and v2") {
@@ -161,6 +189,29 @@ TEST_CASE("top: the memory cgroup is found and read for v1 and v2") {
     CHECK(v2.majfault == 6);
     CHECK(v2.refault_file == 7);
 
+    // A limit set on an ancestor (a Slurm job's, a systemd slice's) binds
+    // the group too: v1 gives the lowest as hierarchical_memory_limit...
+    CgroupFigures step;
+    parse_memory_stat("hierarchical_memory_limit 1073741824\ntotal_rss 1\n", 1, step);
+    CHECK(step.limit == 1073741824); // no limit of its own
+    step.limit = 2147483648;
+    parse_memory_stat("hierarchical_memory_limit 1073741824\n", 1, step);
+    CHECK(step.limit == 1073741824);
+    CgroupFigures free_v1;
+    parse_memory_stat("hierarchical_memory_limit 9223372036854771712\n", 1, free_v1);
+    CHECK(free_v1.limit == 0); // v1's "none"
+    // ... v2 by walking up to the mount point.
+    auto fake_limit = [](const std::string &dir) -> uint64_t {
+        if (dir == "/sys/fs/cgroup/job") return 1000;
+        if (dir == "/sys/fs/cgroup/job/step") return 0; // "max"
+        if (dir == "/sys/fs/cgroup") return 1; // the root has no memory.max: never read
+        return 5000;
+    };
+    CHECK(lowest_limit_up_to("/sys/fs/cgroup", "/sys/fs/cgroup/job/step/task", 0, fake_limit) == 1000);
+    CHECK(lowest_limit_up_to("/sys/fs/cgroup", "/sys/fs/cgroup/job/step/task", 700, fake_limit) == 700);
+    CHECK(lowest_limit_up_to("/sys/fs/cgroup", "/sys/fs/cgroup/other", 0, fake_limit) == 0);
+    CHECK(lowest_limit_up_to("/sys/fs/cgroup", "/sys/fs/cgroup", 0, fake_limit) == 0);
+
     double some = 0, full = 0;
     REQUIRE(parse_psi("some avg10=16.49 avg60=12.79 avg300=5.16 total=262647447\n"
                       "full avg10=8.54 avg60=7.42 avg300=3.18 total=77358758\n",
@@ -200,6 +251,13 @@ TEST_CASE("top: the snapshot is found in the process's spillway-live memfd, and 
     CHECK(is_live_memfd_link("/memfd:spillway-live (deleted)"));
     CHECK_FALSE(is_live_memfd_link("/memfd:spillway (deleted)"));
     CHECK_FALSE(is_live_memfd_link("/spill/spillway-live (deleted)"));
+    // The snapshot names the pid the shim sees: inside a container, its own
+    // namespace's, the last of NSpid.
+    CHECK(innermost_pid("Name:\tpython3\nTgid:\t4242\nNSpid:\t4242\t7\nNSpgid:\t4242\t7\n", 4242) == 7);
+    CHECK(innermost_pid("Name:\tpython3\nNSpid:\t4242\n", 4242) == 4242);
+    CHECK(innermost_pid("Name:\tpython3\nNSpid:\t4242\t7", 4242) == 7); // the last line, no newline
+    CHECK(innermost_pid("Name:\told kernel\n", 4242) == 4242);
+    CHECK(innermost_pid("", 4242) == 4242); // exited
     int fd = memfd_create("spillway-live", MFD_CLOEXEC);
     REQUIRE(fd >= 0);
     std::string mine = kSnapshot;

@@ -106,6 +106,9 @@ void parse_memory_stat(std::string_view text, int version, CgroupFigures &c) {
         return 0;
     };
     if (version == 1) { // the hierarchical total_* figures include child groups, as usage does
+        // The kernel's lowest limit of the group and its ancestors.
+        uint64_t hierarchical = get("hierarchical_memory_limit");
+        if (hierarchical && hierarchical < (1ull << 62) && (!c.limit || hierarchical < c.limit)) c.limit = hierarchical;
         c.anon = get("total_rss", "rss");
         c.file = get("total_cache", "cache");
         c.shmem = get("total_shmem", "shmem");
@@ -150,7 +153,26 @@ CgroupFigures locate_cgroup(pid_t pid) {
         return c;
     }
     c.dir = cgroup_dir(m.point, m.root, c.name);
+    c.mount = m.point;
     return c;
+}
+
+uint64_t lowest_limit_up_to(const std::string &mount, const std::string &dir, uint64_t own_limit,
+                            uint64_t (*limit_of)(const std::string &dir)) {
+    uint64_t lowest = own_limit;
+    std::string d = dir;
+    while (d.size() > mount.size() && d.rfind(mount + "/", 0) == 0) {
+        d = d.substr(0, d.rfind('/'));
+        if (d.size() <= mount.size()) break; // the hierarchy's root: no limit file (v2) or the machine (v1)
+        uint64_t l = limit_of(d);
+        if (l && (!lowest || l < lowest)) lowest = l;
+    }
+    return lowest;
+}
+
+static uint64_t v2_limit_of(const std::string &dir) {
+    bool ok = false;
+    return number_in(dir + "/memory.max", ok);
 }
 
 void read_cgroup_figures(CgroupFigures &c) {
@@ -167,6 +189,7 @@ void read_cgroup_figures(CgroupFigures &c) {
         c.known = ok;
         bool limit_ok = false;
         c.limit = number_in(c.dir + "/memory.max", limit_ok); // the v2 root has neither file
+        c.limit = lowest_limit_up_to(c.mount, c.dir, c.limit, v2_limit_of);
     }
     parse_memory_stat(read_text(c.dir + "/memory.stat"), c.version, c);
     c.psi_scope.clear();

@@ -25,7 +25,10 @@ struct CgroupFigures {
     std::string dir;  // where its files are
     int version = 0;  // 1 or 2; 0 when not found
     bool known = false;
-    uint64_t usage = 0, limit = 0; // limit 0: none
+    std::string mount; // the hierarchy's mount point: where a walk up the ancestors stops
+    // limit: the lowest of this group's and its ancestors' (a Slurm step's or
+    // a systemd slice's limit is set on a parent); 0: none anywhere.
+    uint64_t usage = 0, limit = 0;
     uint64_t anon = 0, file = 0, shmem = 0, dirty = 0, writeback = 0;
     uint64_t majfault = 0, refault_file = 0; // cumulative
     std::string psi_scope;                   // "cgroup", "system" or "" (none)
@@ -40,6 +43,12 @@ void read_cgroup_figures(CgroupFigures &c);
 // Where the files of group `name` are, for a hierarchy whose directory
 // `root` is mounted at `point` (mountinfo's fields 4 and 5).
 std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name);
+
+// The lowest limit of a group and its ancestors (0: none), from the group's
+// limit and a reader of any directory's limit (0: none or unreadable); dir
+// is under mount, which ends the walk. For tests, with a fake reader.
+uint64_t lowest_limit_up_to(const std::string &mount, const std::string &dir, uint64_t own_limit,
+                            uint64_t (*limit_of)(const std::string &dir));
 
 // Parsers, for tests.
 bool parse_cgroup_membership(std::string_view proc_cgroup, int &version, std::string &name);

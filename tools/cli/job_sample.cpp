@@ -75,7 +75,7 @@ JobSample JobSampler::take() {
             std::vector<Vma> vmas = read_smaps(pid);
             // The snapshot may be up to a second old: a region freed since is no longer mapped.
             for (const LiveRegionView &r : snap->regions)
-                if (is_mapped(vmas, r.start, r.len)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
+                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
         }
         p.cgroup = cg.name;
         if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;

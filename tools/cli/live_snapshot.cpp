@@ -5,6 +5,7 @@
 #include "proc_figures.h"
 #include "stats_format.h"
 
+#include <cstdlib>
 #include <dirent.h>
 #include <unistd.h>
 
@@ -51,6 +52,19 @@ bool is_live_memfd_link(const std::string &target) {
     return target == std::string("/memfd:") + stats_key::kLiveMemfdName + " (deleted)";
 }
 
+pid_t innermost_pid(std::string_view status_text, pid_t pid) {
+    size_t at = status_text.find("\nNSpid:");
+    if (at == std::string_view::npos) return pid; // kernels before 4.1: one namespace assumed
+    size_t end = status_text.find('\n', at + 1);
+    std::string_view line = status_text.substr(at + 7, end == std::string_view::npos ? std::string_view::npos : end - at - 7);
+    size_t last = line.find_last_not_of(" \t");
+    if (last == std::string_view::npos) return pid;
+    size_t first = line.find_last_of(" \t", last);
+    first = first == std::string_view::npos ? 0 : first + 1;
+    long v = strtol(std::string(line.substr(first, last + 1 - first)).c_str(), nullptr, 10);
+    return v > 0 ? (pid_t)v : pid;
+}
+
 // Two identical reads that parse and name pid, within a few tries.
 static std::optional<LiveSnapshot> read_stable(const std::string &path, pid_t pid) {
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -71,6 +85,9 @@ static std::optional<LiveSnapshot> read_stable(const std::string &path, pid_t pi
 }
 
 std::optional<LiveSnapshot> find_live_snapshot(pid_t pid) {
+    // The shim writes getpid(), its pid in its own namespace: a container's
+    // process seen from the host has another.
+    pid_t own = innermost_pid(read_text("/proc/" + std::to_string(pid) + "/status"), pid);
     std::string fd_dir = "/proc/" + std::to_string(pid) + "/fd";
     DIR *d = opendir(fd_dir.c_str());
     if (!d) return std::nullopt;
@@ -82,7 +99,7 @@ std::optional<LiveSnapshot> find_live_snapshot(pid_t pid) {
         ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
         if (n <= 0) continue;
         if (!is_live_memfd_link(std::string(target, (size_t)n))) continue;
-        if ((found = read_stable(link, pid))) break;
+        if ((found = read_stable(link, own))) break;
     }
     closedir(d);
     return found;

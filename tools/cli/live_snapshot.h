@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <vector>
 
@@ -42,5 +43,8 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text);
 std::optional<LiveSnapshot> find_live_snapshot(pid_t pid);
 // Whether a /proc/PID/fd link target is the shim's live memfd.
 bool is_live_memfd_link(const std::string &target);
+// pid as the process itself sees it (the last NSpid of /proc/PID/status:
+// its own PID namespace's, a container's), or pid when the line is missing.
+pid_t innermost_pid(std::string_view status_text, pid_t pid);
 
 } // namespace spillway::cli

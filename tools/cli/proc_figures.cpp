@@ -30,8 +30,10 @@ std::string read_text(const std::string &path, bool *ok) {
 bool maps_mention_shim(std::string_view maps_text) {
     for (size_t at = maps_text.find("/libspillway.so"); at != std::string_view::npos;
          at = maps_text.find("/libspillway.so", at + 1)) {
-        size_t end = at + 15; // the name, then end of line or a version suffix
-        if (end == maps_text.size() || maps_text[end] == '\n' || maps_text[end] == '.') return true;
+        size_t end = at + 15; // the name, then end of line, a version suffix, or " (deleted)" (replaced on disk)
+        if (end == maps_text.size() || maps_text[end] == '\n' || maps_text[end] == '.' ||
+            maps_text.substr(end, 10) == " (deleted)")
+            return true;
     }
     return false;
 }
@@ -125,11 +127,16 @@ std::vector<Vma> parse_smaps(std::string_view text) {
         std::string line(text.substr(at, end - at));
         at = end + 1;
         unsigned long long a, b, kb;
+        char perms[8] = "";
+        int path_at = -1;
         if (line.rfind("Rss:", 0) == 0) {
             if (!out.empty() && sscanf(line.c_str() + 4, "%llu", &kb) == 1) out.back().rss = kb * 1024;
-        } else if (!line.empty() && isxdigit((unsigned char)line[0]) && sscanf(line.c_str(), "%llx-%llx ", &a, &b) == 2 &&
+        } else if (!line.empty() && isxdigit((unsigned char)line[0]) &&
+                   sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %*s %n", &a, &b, perms, &path_at) >= 3 &&
                    line.find('-') < line.find(' ')) {
-            out.push_back(Vma{a, b, 0});
+            Vma v{a, b, 0, perms[0] == 'r' || perms[1] == 'w', ""};
+            if (path_at > 0 && (size_t)path_at < line.size()) v.path = line.substr((size_t)path_at);
+            out.push_back(std::move(v));
         }
     }
     return out;
@@ -147,11 +154,24 @@ uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len)
     return sum;
 }
 
-bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+// Whether a mapping maps what a region of that backing maps.
+static bool maps_backing(const Vma &v, std::string_view backing) {
+    bool memfd = v.path.rfind("/memfd:", 0) == 0, file = !v.path.empty() && v.path[0] == '/' && !memfd;
+    if (backing == "disk") return file;
+    if (backing == "memory") return memfd;
+    if (backing == "anon") return v.path.empty();
+    return true;
+}
+
+bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len, std::string_view backing,
+               std::string_view moving_to) {
     uint64_t covered = 0, end = start + len;
     for (const Vma &v : vmas) {
         uint64_t lo = std::max(v.start, start), hi = std::min(v.end, end);
-        if (lo < hi) covered += hi - lo;
+        if (lo >= hi) continue;
+        if (!v.accessible) return false;
+        if (!maps_backing(v, backing) && (moving_to.empty() || !maps_backing(v, moving_to))) return false;
+        covered += hi - lo;
     }
     return len > 0 && covered == len;
 }

@@ -30,9 +30,13 @@ struct ProcCounters {
     bool io_known = false;
 };
 
-// One mapping (VMA) and its resident bytes.
+// One mapping (VMA): its range, whether it can be read or written (a
+// freed arena range stays mapped, PROT_NONE), what it maps ("" anonymous,
+// "/memfd:NAME (deleted)", a file's path) and its resident bytes.
 struct Vma {
     uint64_t start = 0, end = 0, rss = 0;
+    bool accessible = false;
+    std::string path;
 };
 
 // Processes other than this one that map libspillway.so, ascending; with
@@ -57,8 +61,13 @@ std::vector<Vma> parse_smaps(std::string_view smaps_text);
 // Resident bytes of the mappings within [start, start+len) (a mapping that
 // straddles the range counts in proportion to its overlap).
 uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
-// Whether [start, start+len) is wholly covered by mappings.
-bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
+// Whether [start, start+len) is wholly covered by accessible mappings, each
+// of the kind a region of `backing` maps ("disk": a file, "memory": a
+// memfd, "anon": no file; "" or `moving_to` too: either). A live snapshot
+// is up to a second old: its region may have been freed since (its range
+// PROT_NONE in the arena) or replaced by another backing at that address.
+bool is_mapped(const std::vector<Vma> &vmas, uint64_t start, uint64_t len, std::string_view backing = "",
+               std::string_view moving_to = "");
 
 // The values of `names` in the process's initial environment (absent ones
 // are left out).

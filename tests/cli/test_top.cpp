@@ -76,10 +76,13 @@ TEST_CASE("top: /proc/PID/stat, io, smaps and environ are read as the kernel wri
     // comm with a space and a parenthesis: fields are counted from the last ')'.
     REQUIRE(parse_stat("123 (a b) c) S 77 123 123 0 -1 4194560 1500 0 42 0 9 1 0 0 20 0 1 0", c));
     CHECK(c.state == 'S');
+    CHECK(c.start_ticks == 0); // a line cut before field 22
     CHECK_FALSE(has_exited(c));
     CHECK(c.ppid == 77);
     CHECK(c.minflt == 1500);
     CHECK(c.majflt == 42);
+    REQUIRE(parse_stat("9 (python3) S 1 9 9 0 -1 4194560 64 0 0 0 0 0 0 0 20 0 1 0 123456 1000 50", c));
+    CHECK(c.start_ticks == 123456);
     REQUIRE(parse_stat("9 (python3) Z 77 9 9 0 -1 4227148 64 0 0 0 0 0 0 0 20 0 1 0", c));
     CHECK(has_exited(c)); // a zombie: its /proc/PID/cgroup already names the root
     REQUIRE(parse_stat("9 (python3) R 77 9 9 0 -1 4227148 64 0 0 0 0 0 0 0 20 0 1 0", c));
@@ -287,6 +290,12 @@ TEST_CASE("top: rates come from two samples; the frame shows them, plainly witho
     CHECK(second.processes[0].majflt_per_s == Approx(100));
     CHECK(second.processes[0].bytes_per_fault == Approx(8192));
     CHECK(second.cgroups[0].majfault_per_s == Approx(300));
+    // The same pid, another process (it started at another time): no rate
+    // across the two.
+    JobSample reused = second;
+    reused.processes[0].counters.start_ticks = first.processes[0].counters.start_ticks + 1;
+    derive(reused, first);
+    CHECK(reused.processes[0].majflt_per_s < 0);
 
     FrameStyle plain;
     std::string frame = joined(render_frame(second, plain));

@@ -23,6 +23,7 @@ void derive(JobSample &now, const JobSample &previous) {
     for (const ProcessSample &p : previous.processes) before[p.pid] = &p;
     for (ProcessSample &p : now.processes) {
         for (int b = 0; b < 3; b++) p.count[b] = p.reserved[b] = p.resident[b] = 0;
+        p.majflt_per_s = p.bytes_per_fault = -1; // unknown unless the previous sample gives them
         for (const RegionSample &r : p.regions) {
             int b = backing_index(r.live.backing);
             if (b < 0) continue;
@@ -32,6 +33,7 @@ void derive(JobSample &now, const JobSample &previous) {
         }
         auto it = before.find(p.pid);
         if (dt <= 0 || it == before.end() || !p.counters_known || !it->second->counters_known) continue;
+        if (it->second->counters.start_ticks != p.counters.start_ticks) continue; // the pid was reused
         const ProcCounters &a = it->second->counters, &b = p.counters;
         uint64_t faults = b.majflt >= a.majflt ? b.majflt - a.majflt : 0;
         p.majflt_per_s = faults / dt;
@@ -63,11 +65,13 @@ JobSample JobSampler::take() {
         CgroupFigures cg = locate_cgroup(pid);
         p.counters_known = read_counters(pid, p.counters);
         if (!p.counters_known || has_exited(p.counters)) continue; // it exited while we looked
-        auto env = environ_cache_.find(pid);
-        if (env == environ_cache_.end())
-            env = environ_cache_.emplace(pid, read_environ(pid, {"RANK", "LOCAL_RANK"})).first;
-        if (auto r = env->second.find("RANK"); r != env->second.end()) p.rank = r->second;
-        if (auto r = env->second.find("LOCAL_RANK"); r != env->second.end()) p.local_rank = r->second;
+        // Read once per process, again when the pid is another process's
+        // or the process exec'd (a launcher's `exec python` with RANK set).
+        CachedEnviron &env = environ_cache_[pid];
+        if (!env.read || env.start_ticks != p.counters.start_ticks || env.comm != p.comm)
+            env = CachedEnviron{true, p.counters.start_ticks, p.comm, read_environ(pid, {"RANK", "LOCAL_RANK"})};
+        if (auto r = env.vars.find("RANK"); r != env.vars.end()) p.rank = r->second;
+        if (auto r = env.vars.find("LOCAL_RANK"); r != env.vars.end()) p.local_rank = r->second;
         if (auto snap = find_live_snapshot(pid)) {
             p.has_snapshot = true;
             p.unlisted = snap->unlisted;

@@ -69,7 +69,13 @@ class JobSampler {
   private:
     pid_t root_;
     JobSample previous_;
-    std::map<pid_t, std::map<std::string, std::string>> environ_cache_;
+    struct CachedEnviron {
+        bool read = false;
+        uint64_t start_ticks = 0;
+        std::string comm;
+        std::map<std::string, std::string> vars;
+    };
+    std::map<pid_t, CachedEnviron> environ_cache_;
 };
 
 // Fills the per-backing sums and rates of `now` from the raw figures and the

@@ -84,7 +84,7 @@ bool parse_stat(std::string_view text, ProcCounters &out) {
     if (close_paren == std::string_view::npos) return false;
     std::vector<std::string_view> fields; // fields[0] is field 3 (state)
     size_t at = close_paren + 1;
-    while (at < text.size() && fields.size() < 12) {
+    while (at < text.size() && fields.size() < 20) {
         while (at < text.size() && text[at] == ' ') at++;
         size_t end = text.find(' ', at);
         if (end == std::string_view::npos) end = text.size();
@@ -96,6 +96,7 @@ bool parse_stat(std::string_view text, ProcCounters &out) {
     out.state = fields[0][0];
     out.ppid = (pid_t)num(fields[1]);
     out.flags = num(fields[6]);
+    out.start_ticks = fields.size() >= 20 ? num(fields[19]) : 0;
     out.minflt = num(fields[7]);
     out.majflt = num(fields[9]);
     return true;

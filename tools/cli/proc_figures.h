@@ -24,6 +24,7 @@ namespace spillway::cli {
 struct ProcCounters {
     char state = '?';       // 'Z' or 'X': exited
     unsigned long flags = 0; // the kernel's PF_* flags; PF_EXITING (0x4) from the start of exit
+    uint64_t start_ticks = 0; // when it started (clock ticks after boot): tells a reused pid apart
     pid_t ppid = 0;
     uint64_t minflt = 0, majflt = 0;
     uint64_t read_bytes = 0; // from /proc/PID/io; valid when io_known

@@ -103,6 +103,28 @@ expect_lines 1 "$err" "report -o to an unwritable path"
 expect_contains "$err" "choose a writable path" "report -o to an unwritable path"
 "$spillway" report "$rec" -o 2>/dev/null; expect_status 2 $? "report -o without a file name"
 
+# A daemonising double fork: the grandchild's parent exits at once, so the
+# grandchild leaves the job's process tree before the first sample. `run`
+# adopts the job's orphans while recording (a subreaper): its region is in
+# the recording, and it is reaped (no zombie left behind).
+orphan='import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        b = bytearray(16 << 20)
+        for i in range(0, len(b), 4096): b[i] = 1
+        time.sleep(1.5)
+        os._exit(0)
+    os._exit(0)
+time.sleep(2)'
+"$spillway" run -q --record "$SCRATCH/orphan.jsonl" --record-interval 0.2 --dir "$spill" --threshold 1MiB -- "$py" -c "$orphan"
+expect_status 0 $? "the double-forking job"
+"$py" - "$SCRATCH/orphan.jsonl" <<'PY' || fail "the orphaned grandchild is not in the recording (see above)"
+import json, sys
+samples = [l for l in map(json.loads, open(sys.argv[1])) if "t" in l]
+seen = [s for s in samples if any(p["regions"] for p in s["processes"])]
+assert len(seen) >= 2, f"{len(seen)} of {len(samples)} samples show the orphan's 16 MiB region"
+PY
+
 # A record path that cannot be written stops the run before the command runs.
 err=$("$spillway" run -q --record "$SCRATCH/no/such/dir/r.jsonl" --dir "$spill" -- touch "$SCRATCH/ran" 2>&1)
 expect_status 1 $? "unwritable record path"

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace spillway::cli;
@@ -274,6 +275,54 @@ TEST_CASE("top: the snapshot is found in the process's spillway-live memfd, and 
     REQUIRE(pwrite(fd, kSnapshot, strlen(kSnapshot), 0) == (ssize_t)strlen(kSnapshot));
     CHECK_FALSE(find_live_snapshot(getpid()));
     close(fd);
+}
+
+TEST_CASE("top: a job's process whose parent exits stays in the job, with its start time") {
+    // This process -> child -> grandchild; the child exits, and the
+    // grandchild is reparented out of this process's tree.
+    int to_child[2], to_grandchild[2], pid_pipe[2];
+    REQUIRE(pipe(to_child) == 0);
+    REQUIRE(pipe(to_grandchild) == 0);
+    REQUIRE(pipe(pid_pipe) == 0);
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        close(to_child[1]);
+        close(to_grandchild[1]);
+        pid_t g = fork();
+        if (g == 0) {
+            char c;
+            while (read(to_grandchild[0], &c, 1) > 0) {
+            } // until the test closes its end
+            _exit(0);
+        }
+        if (write(pid_pipe[1], &g, sizeof g) != sizeof g) _exit(3);
+        char c;
+        while (read(to_child[0], &c, 1) > 0) {
+        }
+        _exit(0);
+    }
+    close(to_child[0]);
+    close(to_grandchild[0]);
+    close(pid_pipe[1]);
+    pid_t grandchild = 0;
+    REQUIRE(read(pid_pipe[0], &grandchild, sizeof grandchild) == sizeof grandchild);
+    close(pid_pipe[0]);
+
+    std::map<pid_t, uint64_t> job = job_processes({{getpid(), 0}});
+    CHECK(job.count(child));
+    CHECK(job.count(grandchild));
+    CHECK(job[getpid()] != 0); // start times are read
+
+    close(to_child[1]); // the child exits; the grandchild is reparented
+    REQUIRE(waitpid(child, nullptr, 0) == child);
+    job = job_processes(job);
+    CHECK_FALSE(job.count(child));
+    CHECK(job.count(grandchild)); // still the job's
+    CHECK_FALSE(job_processes({{getpid(), 0}}).count(grandchild)); // no longer in this process's tree
+    CHECK(job_processes({{grandchild, 1}}).empty()); // the same pid started at another time: not the job's
+
+    close(to_grandchild[1]);
 }
 
 TEST_CASE("top: rates come from two samples; the frame shows them, plainly without colour") {

@@ -55,7 +55,10 @@ JobSample JobSampler::take() {
     JobSample s;
     std::map<std::string, CgroupFigures> groups; // by dir
     std::set<pid_t> tree;
-    if (root_) tree = process_tree(root_);
+    if (root_) {
+        members_ = job_processes(members_);
+        for (auto [pid, start] : members_) tree.insert(pid);
+    }
     for (pid_t pid : shim_processes(root_ ? &tree : nullptr)) {
         ProcessSample p;
         p.pid = pid;

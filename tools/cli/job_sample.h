@@ -63,11 +63,14 @@ int backing_index(const std::string &name); // disk 0, memory 1, anon 2, else -1
 class JobSampler {
   public:
     // root 0: every process under the shim; else only root and its descendants.
-    explicit JobSampler(pid_t root = 0) : root_(root) {}
+    explicit JobSampler(pid_t root = 0) : root_(root) {
+        if (root) members_[root] = 0; // its start time is read at the first sample
+    }
     JobSample take();
 
   private:
     pid_t root_;
+    std::map<pid_t, uint64_t> members_; // the job's processes so far, with their start times (job_processes)
     JobSample previous_;
     struct CachedEnviron {
         bool read = false;

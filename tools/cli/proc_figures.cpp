@@ -48,21 +48,28 @@ static std::vector<pid_t> all_pids() {
     return out;
 }
 
-std::set<pid_t> process_tree(pid_t root) {
+std::map<pid_t, uint64_t> job_processes(const std::map<pid_t, uint64_t> &members) {
     std::map<pid_t, std::vector<pid_t>> children;
+    std::map<pid_t, uint64_t> started;
     for (pid_t pid : all_pids()) {
         ProcCounters c;
-        if (parse_stat(read_text("/proc/" + std::to_string(pid) + "/stat"), c)) children[c.ppid].push_back(pid);
+        if (!parse_stat(read_text("/proc/" + std::to_string(pid) + "/stat"), c)) continue;
+        children[c.ppid].push_back(pid);
+        started[pid] = c.start_ticks;
     }
-    std::set<pid_t> tree;
-    std::vector<pid_t> todo{root};
+    std::map<pid_t, uint64_t> job;
+    std::vector<pid_t> todo;
+    for (auto [pid, start] : members) {
+        auto it = started.find(pid);
+        if (it != started.end() && (start == 0 || start == it->second)) todo.push_back(pid); // else: gone, pid reused
+    }
     while (!todo.empty()) {
         pid_t p = todo.back();
         todo.pop_back();
-        if (!tree.insert(p).second) continue;
+        if (!job.emplace(p, started[p]).second) continue;
         for (pid_t c : children[p]) todo.push_back(c);
     }
-    return tree;
+    return job;
 }
 
 std::vector<pid_t> shim_processes(const std::set<pid_t> *among) {

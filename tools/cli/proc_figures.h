@@ -43,8 +43,12 @@ struct Vma {
 // Processes other than this one that map libspillway.so, ascending; with
 // `among`, only those pids are looked at.
 std::vector<pid_t> shim_processes(const std::set<pid_t> *among = nullptr);
-// root and every process descending from it (from each process's ppid).
-std::set<pid_t> process_tree(pid_t root);
+// The processes of a job, by pid with their start times: every process in
+// `members` still running (the same start time; 0 matches any) and every
+// process descending from one (from each process's ppid). A job's
+// process whose parent exits is reparented out of the job's tree (to init
+// or a subreaper): kept as a member, it stays in the job, with its children.
+std::map<pid_t, uint64_t> job_processes(const std::map<pid_t, uint64_t> &members);
 // Whether a maps text maps libspillway.so.
 bool maps_mention_shim(std::string_view maps_text);
 

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -256,10 +257,16 @@ int run_command(const Args &args) {
             return fail("run", error);
         }
     }
+    // Recording: the job's orphans (a process whose parent exited, a
+    // daemonising double fork) are reparented to this process instead of
+    // init, so they stay in the sampled tree (rooted here); the wait loop
+    // reaps them (child_process.cpp).
+    bool recording = !opts.record_path.empty();
+    if (recording) prctl(PR_SET_CHILD_SUBREAPER, 1);
     StatsCollector stats(config.stats_pattern);
     stats.mark_start();
     ChildOutcome outcome = run_child(opts.command, child_environment(child_env),
-                                     [&recorder](pid_t child) { recorder.start(child); });
+                                     [&recorder](pid_t) { recorder.start(getpid()); });
     std::vector<std::string> stats_lines = stats.new_lines();
     recorder.finish(stats_lines, outcome.status, outcome.signal);
     if (outcome.exec_error) {

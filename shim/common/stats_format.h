@@ -60,6 +60,10 @@ inline constexpr char fault_pages_s[] = "fault_pages_s";
 // Only while the region is being moved (its bytes are then in two homes,
 // and "backing" is the one it is leaving): where it is going.
 inline constexpr char moving_to[] = "moving_to";
+// Only in a fork child, for a region it inherited and remapped private:
+// true. Its pages are the parent's (shared page cache or memfd) until the
+// child writes them, then the child's own anonymous copies.
+inline constexpr char private_copy[] = "private";
 
 // The live snapshot's memfd, as memfd_create takes it; /proc/PID/fd shows
 // it as "/memfd:spillway-live (deleted)".

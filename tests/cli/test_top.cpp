@@ -277,6 +277,48 @@ TEST_CASE("top: the snapshot is found in the process's spillway-live memfd, and 
     close(fd);
 }
 
+TEST_CASE("top: a fork child's private copy of a region is its anonymous memory, as far as it wrote it") {
+    const char child_snapshot[] =
+        "{\"pid\":4243,\"mono_ns\":5000000000,\"live_bytes\":{\"disk\":0,\"memory\":0,\"anon\":0},"
+        "\"peak_bytes\":{\"disk\":0,\"memory\":0,\"anon\":0},\"fallbacks\":0,\"regions\":["
+        "{\"start\":140000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"undecided\",\"phase_ms\":0,"
+        "\"advice\":\"normal\",\"fault_pages_s\":0,\"private\":true}],\"unlisted\":0}\n";
+    auto snap = parse_live_snapshot(child_snapshot);
+    REQUIRE(snap);
+    REQUIRE(snap->regions.size() == 1);
+    CHECK(snap->regions[0].is_private);
+    CHECK_FALSE(parse_live_snapshot(kSnapshot)->regions[0].is_private);
+
+    // Its mapping: 64 MiB of the parent's file, 16 MiB of it resident, 4 MiB copied on write.
+    auto vmas = parse_smaps("2098a67800-209ca67800 rw-p 00000000 fd:01 12 /var/tmp/spillway-0/#12 (deleted)\n"
+                            "Size: 65536 kB\nRss: 16384 kB\nAnonymous: 4096 kB\n");
+    REQUIRE(vmas.size() == 1);
+    CHECK(vmas[0].anonymous == 4u << 20);
+    CHECK(anonymous_in(vmas, 140000000000ull, 64u << 20) == 4u << 20);
+    CHECK(is_mapped(vmas, 140000000000ull, 64u << 20, "disk"));
+
+    JobSample s;
+    s.mono_ns = 1;
+    ProcessSample p;
+    p.pid = 4243;
+    p.comm = "python3";
+    p.has_snapshot = true;
+    p.regions.push_back(RegionSample{snap->regions[0], anonymous_in(vmas, 140000000000ull, 64u << 20)});
+    s.processes.push_back(p);
+    derive(s, JobSample{});
+    const ProcessSample &c = s.processes[0];
+    CHECK(c.count[0] == 0); // no disk bytes of its own: the parent's pages are the parent's
+    CHECK(c.resident[0] == 0);
+    CHECK(c.count[2] == 1);
+    CHECK(c.reserved[2] == 64u << 20);
+    CHECK(c.resident[2] == 4u << 20);
+    FrameStyle plain;
+    std::string frame = joined(render_frame(s, plain));
+    CHECK(frame.find("disk+cow res/reserved 4.00MiB/64.0MiB") != std::string::npos);
+    std::string line = sample_json(s, 0);
+    CHECK(line.find("\"backing\":\"disk\",\"private\":true") != std::string::npos);
+}
+
 TEST_CASE("top: a job's process whose parent exits stays in the job, with its start time") {
     // This process -> child -> grandchild; the child exits, and the
     // grandchild is reparented out of this process's tree.

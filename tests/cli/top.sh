@@ -3,7 +3,8 @@
 # the job's pid with its rank, its disk region (resident/reserved, phase,
 # advice) and its cgroup line with PSI; --pid keeps to one process tree;
 # colour only on a terminal and never with NO_COLOR; the live view quits on
-# q and on Ctrl-C with the terminal's settings and cursor restored.
+# q and on Ctrl-C with the terminal's settings and cursor restored; a fork
+# child's inherited region is its own memory as far as it copied it.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 spillway=$1
@@ -27,7 +28,7 @@ PY
 RANK=2 LOCAL_RANK=0 "$spillway" run -q --dir "$spill" --threshold 1MiB -- \
     "$py" "$SCRATCH/job.py" "$SCRATCH/pid" "$SCRATCH/stop" &
 runner=$!
-trap 'touch "$SCRATCH/stop"; wait; rm -rf "$SCRATCH"' EXIT
+trap 'touch "$SCRATCH/stop" "$SCRATCH/stop2"; wait; rm -rf "$SCRATCH"' EXIT
 for _ in $(seq 100); do [ -s "$SCRATCH/pid" ] && break; sleep 0.1; done
 [ -s "$SCRATCH/pid" ] || fail "the job did not start"
 pid=$(cat "$SCRATCH/pid")
@@ -86,4 +87,36 @@ done
 touch "$SCRATCH/stop"
 wait "$runner"; expect_status 0 $? "the job"
 [ -z "$(ls -A "$spill")" ] || fail "the spill directory is not empty after the job: $(ls -A "$spill")"
+
+# A fork child (a DataLoader worker): the regions it inherited are remapped
+# private in it. They are its anonymous memory as far as it wrote them (4
+# MiB of 64 here), shown "+cow"; the parent's pages are the parent's.
+cat >"$SCRATCH/fork.py" <<'PY'
+import os, sys, time
+b = bytearray(64 << 20)
+for i in range(0, len(b), 4096): b[i] = 1
+pid = os.fork()
+if pid == 0:
+    for i in range(0, 4 << 20, 4096): b[i] = 2
+    open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    deadline = time.time() + 60
+    while not os.path.exists(sys.argv[2]) and time.time() < deadline: time.sleep(0.05)
+    os._exit(0)
+os.waitpid(pid, 0)
+PY
+"$spillway" run -q --dir "$spill" --threshold 1MiB -- "$py" "$SCRATCH/fork.py" "$SCRATCH/child" "$SCRATCH/stop2" &
+forker=$!
+for _ in $(seq 100); do [ -s "$SCRATCH/child" ] && break; sleep 0.1; done
+child=$(cat "$SCRATCH/child" 2>/dev/null) || fail "the fork child did not start"
+for _ in 1 2 3 4 5; do # its snapshot comes at its sampler's first look
+    out=$("$spillway" top --once --pid "$forker"); expect_status 0 $? "top --once, the forking job"
+    printf '%s\n' "$out" | grep -qE "^    region 0x[0-9a-f]+ disk\+cow " && break
+done
+line=$(printf '%s\n' "$out" | grep -E "^$child +- +python3 ") || fail "no line for the fork child $child in: $out"
+expect_contains "$line" "4.00MiB/64.0MiB (1)" "the child's own (copied) bytes, in its anon column"
+printf '%s\n' "$out" | grep -qE "^    region 0x[0-9a-f]+ disk\+cow +res/reserved 4.00MiB/64.0MiB " ||
+    fail "no private-copy region line with 4 MiB copied in: $out"
+touch "$SCRATCH/stop2"
+wait "$forker"; expect_status 0 $? "the forking job"
 echo "top: ok"

@@ -64,6 +64,11 @@ TEST_CASE("a live snapshot is one line naming each region's phase and advice") {
     r[1].moving_to = (uint8_t)Backing::disk;
     s.assign(buf, stats_live_format(buf, sizeof buf, 42, 3'500'000'000, r, 2, 2));
     CHECK(s.find("\"advice\":\"normal\",\"fault_pages_s\":0,\"moving_to\":\"disk\"}") != std::string::npos);
+    CHECK(s.find("private") == std::string::npos); // only in a fork child
+    r[1].moving_to = 0;
+    r[1].is_private = true;
+    s.assign(buf, stats_live_format(buf, sizeof buf, 42, 3'500'000'000, r, 2, 2));
+    CHECK(s.find("\"advice\":\"normal\",\"fault_pages_s\":0,\"private\":true}") != std::string::npos);
 }
 
 TEST_CASE("a snapshot that does not fit lists a prefix and counts the rest") {

@@ -25,7 +25,9 @@ void derive(JobSample &now, const JobSample &previous) {
         for (int b = 0; b < 3; b++) p.count[b] = p.reserved[b] = p.resident[b] = 0;
         p.majflt_per_s = p.bytes_per_fault = -1; // unknown unless the previous sample gives them
         for (const RegionSample &r : p.regions) {
-            int b = backing_index(r.live.backing);
+            // A fork child's private copy is anonymous memory of its own as
+            // far as it has written it (its resident), the parent's before.
+            int b = r.live.is_private ? 2 : backing_index(r.live.backing);
             if (b < 0) continue;
             p.count[b]++;
             p.reserved[b] += r.live.len;
@@ -82,7 +84,11 @@ JobSample JobSampler::take() {
             std::vector<Vma> vmas = read_smaps(pid);
             // The snapshot may be up to a second old: a region freed since is no longer mapped.
             for (const LiveRegionView &r : snap->regions)
-                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(RegionSample{r, resident_in(vmas, r.start, r.len)});
+                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to))
+                    // A private copy's own memory is what it copied on write;
+                    // the rest of its Rss is the parent's pages, counted there.
+                    p.regions.push_back(RegionSample{r, r.is_private ? anonymous_in(vmas, r.start, r.len)
+                                                                     : resident_in(vmas, r.start, r.len)});
         }
         p.cgroup = cg.name;
         if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;
@@ -143,6 +149,7 @@ std::string sample_json(const JobSample &s, uint64_t start_ns) {
             out += std::string(j ? "," : "") + "{\"start\":" + n(r.live.start) + ",\"len\":" + n(r.live.len) +
                    ",\"resident\":" + n(r.resident) + ",\"backing\":" + json_quote(r.live.backing) +
                    (r.live.moving_to.empty() ? "" : ",\"moving_to\":" + json_quote(r.live.moving_to)) +
+                   (r.live.is_private ? ",\"private\":true" : "") +
                    ",\"phase\":" + json_quote(r.live.phase) + ",\"advice\":" + json_quote(r.live.advice) +
                    ",\"fault_pages_s\":" + n(r.live.fault_pages_s) + "}";
         }

@@ -43,6 +43,7 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
         view.phase_ms = count(r, key::phase_ms);
         view.fault_pages_s = count(r, key::fault_pages_s);
         if (const Json *m = member(r, key::moving_to); m && m->is_string()) view.moving_to = m->get<std::string>();
+        if (const Json *m = member(r, key::private_copy); m && m->is_boolean()) view.is_private = m->get<bool>();
         s.regions.push_back(view);
     }
     return s;

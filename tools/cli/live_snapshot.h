@@ -26,6 +26,7 @@ struct LiveRegionView {
     uint64_t start = 0, len = 0;
     std::string backing, phase, advice;
     std::string moving_to; // while a move is under way: where to ("" otherwise; backing is where from)
+    bool is_private = false; // a fork child's copy-on-write view of a region it inherited
     uint64_t phase_ms = 0;
     uint64_t fault_pages_s = 0;
 };

@@ -139,10 +139,12 @@ std::vector<Vma> parse_smaps(std::string_view text) {
         int path_at = -1;
         if (line.rfind("Rss:", 0) == 0) {
             if (!out.empty() && sscanf(line.c_str() + 4, "%llu", &kb) == 1) out.back().rss = kb * 1024;
+        } else if (line.rfind("Anonymous:", 0) == 0) {
+            if (!out.empty() && sscanf(line.c_str() + 10, "%llu", &kb) == 1) out.back().anonymous = kb * 1024;
         } else if (!line.empty() && isxdigit((unsigned char)line[0]) &&
                    sscanf(line.c_str(), "%llx-%llx %7s %*s %*s %*s %n", &a, &b, perms, &path_at) >= 3 &&
                    line.find('-') < line.find(' ')) {
-            Vma v{a, b, 0, perms[0] == 'r' || perms[1] == 'w', ""};
+            Vma v{a, b, 0, 0, perms[0] == 'r' || perms[1] == 'w', ""};
             if (path_at > 0 && (size_t)path_at < line.size()) v.path = line.substr((size_t)path_at);
             out.push_back(std::move(v));
         }
@@ -152,14 +154,25 @@ std::vector<Vma> parse_smaps(std::string_view text) {
 
 std::vector<Vma> read_smaps(pid_t pid) { return parse_smaps(read_text("/proc/" + std::to_string(pid) + "/smaps")); }
 
-uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+// The sum of a per-mapping figure over [start, start+len), a mapping that
+// straddles the range counting in proportion to its overlap.
+static uint64_t prorated(const std::vector<Vma> &vmas, uint64_t start, uint64_t len, uint64_t Vma::*figure) {
     uint64_t end = start + len, sum = 0;
     for (const Vma &v : vmas) {
         uint64_t lo = std::max(v.start, start), hi = std::min(v.end, end);
         if (lo >= hi || v.end <= v.start) continue;
-        sum += (hi - lo == v.end - v.start) ? v.rss : (uint64_t)((double)v.rss * (double)(hi - lo) / (double)(v.end - v.start));
+        uint64_t f = v.*figure;
+        sum += (hi - lo == v.end - v.start) ? f : (uint64_t)((double)f * (double)(hi - lo) / (double)(v.end - v.start));
     }
     return sum;
+}
+
+uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+    return prorated(vmas, start, len, &Vma::rss);
+}
+
+uint64_t anonymous_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+    return prorated(vmas, start, len, &Vma::anonymous);
 }
 
 // Whether a mapping maps what a region of that backing maps.

@@ -36,6 +36,7 @@ struct ProcCounters {
 // "/memfd:NAME (deleted)", a file's path) and its resident bytes.
 struct Vma {
     uint64_t start = 0, end = 0, rss = 0;
+    uint64_t anonymous = 0; // smaps Anonymous: in a private file mapping, the pages copied on write
     bool accessible = false;
     std::string path;
 };
@@ -66,6 +67,8 @@ std::vector<Vma> parse_smaps(std::string_view smaps_text);
 // Resident bytes of the mappings within [start, start+len) (a mapping that
 // straddles the range counts in proportion to its overlap).
 uint64_t resident_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
+// The same for the mappings' anonymous bytes (Anonymous:).
+uint64_t anonymous_in(const std::vector<Vma> &vmas, uint64_t start, uint64_t len);
 // Whether [start, start+len) is wholly covered by accessible mappings, each
 // of the kind a region of `backing` maps ("disk": a file, "memory": a
 // memfd, "anon": no file; "" or `moving_to` too: either). A live snapshot

@@ -105,6 +105,7 @@ void add_sample(Timeline &tl, const Json &v) {
                 uint64_t start = count(r, "start");
                 RegionTimeline &rt = pt.regions[start];
                 std::string backing = text(member(r, "backing"));
+                if (member(r, "private") && boolean(member(r, "private"))) backing += "+cow"; // a fork child's copy
                 if (!rt.backing.empty() && backing != rt.backing)
                     tl.markers.push_back({t, "move", "pid " + std::to_string(pid) + " region " + hex(start) + ": " +
                                                          rt.backing + " to " + backing});

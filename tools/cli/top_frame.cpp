@@ -108,7 +108,9 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
             phase = r.live.phase == "random" ? paint(st, kYellow, phase)
                     : r.live.phase == "sequential" ? paint(st, kGreen, phase) : phase;
             // A region being moved lives in two homes until the move ends: both are named.
-            std::string backing = r.live.backing + (r.live.moving_to.empty() ? "" : ">" + r.live.moving_to);
+            // A fork child's private copy: "+cow", its resident the pages it copied.
+            std::string backing = r.live.backing + (r.live.moving_to.empty() ? "" : ">" + r.live.moving_to) +
+                                  (r.live.is_private ? "+cow" : "");
             snprintf(line, sizeof line, "    region %#14llx %-6s res/reserved %-19s", (unsigned long long)r.live.start,
                      backing.c_str(), pair_text(r.resident, r.live.len).c_str());
             out.push_back(std::string(line) + " phase " + phase + "  advice " + r.live.advice + "  faulted " +

@@ -107,9 +107,11 @@ size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, cons
     for (; listed < n; listed++) {
         const LiveRegion &r = regions[listed];
         uint64_t phase_ms = r.phase_since_ns && now_ns > r.phase_since_ns ? (now_ns - r.phase_since_ns) / 1000000 : 0;
-        char moving[48] = "";
+        char moving[64] = "";
         if (r.moving_to)
             snprintf(moving, sizeof moving, ",\"%s\":\"%s\"", key::moving_to, backing_name((Backing)r.moving_to));
+        else if (r.is_private)
+            snprintf(moving, sizeof moving, ",\"%s\":true", key::private_copy);
         if (!append(buf, body_cap, &len,
                     "%s{\"%s\":%llu,\"%s\":%llu,\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":%llu,\"%s\":\"%s\","
                     "\"%s\":%u%s}",
@@ -144,6 +146,7 @@ void stats_live_tick(uint64_t now_ns) {
             c.fault_rate = r->fault_rate.load(std::memory_order_relaxed);
             c.advice = r->advice.load(std::memory_order_relaxed);
             c.moving_to = (uint8_t)(g_moving_to ? g_moving_to(r) : Backing::none);
+            c.is_private = r->is_private;
         }
     }
     pid_t pid = getpid();

@@ -44,6 +44,7 @@ struct LiveRegion {
     int advice = 0;
     uint8_t backing = 0, phase = 0;
     uint8_t moving_to = 0; // a move under way takes it there (Backing; 0: none)
+    bool is_private = false; // a fork child's copy-on-write view of an inherited region
 };
 
 // At start-up: where a move under way is taking region r, or Backing::none

@@ -104,6 +104,14 @@ uint64_t mix(uint64_t x) {
     return x ^ (x >> 33);
 }
 
+// The next of a xorshift64 sequence: the random index of every scatter.
+uint64_t next_random(uint64_t &x) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
 // A thread pread(2)ing kIoBytes from a file into `into`, over and over.
 struct IoLoop {
     std::atomic<bool> stop{false};
@@ -179,10 +187,7 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m, bool unti
     // before tiering has looked, judged and pulled the region in.
     size_t k = 0;
     for (; k < writes || (until_promoted && promoted_ms < 0 && ms_since(t0) < 10000); k++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        size_t i = x % sn;
+        size_t i = next_random(x) % sn;
         scatter[i] = mix(i) + 1;
         // Looked at every 256 writes: on disk they take up to a millisecond each.
         if (promoted_ms < 0 && (k & 255) == 0 && spillway_backing(scatter) == SPILLWAY_MEMORY) {
@@ -239,10 +244,7 @@ int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
     size_t writes = 0;
     for (;;) {
         for (size_t k = 0; k < 1000000; k++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            size_t i = x % tn;
+            size_t i = next_random(x) % tn;
             table[i] = mix(i) + 1;
         }
         if (++writes >= writes_m && ms_since(t) >= 500) break;
@@ -274,10 +276,7 @@ int learn_quick(size_t dataset_mib, size_t table_mib, size_t writes) {
     auto t = Clock::now();
     uint64_t x = 88172645463325252ull;
     for (size_t k = 0; k < writes; k++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        size_t i = x % tn;
+        size_t i = next_random(x) % tn;
         table[i] = mix(i) + 1;
     }
     printf("scatter_ms=%.1f\n", ms_since(t));
@@ -418,10 +417,7 @@ int want_promotion(size_t region_mib, double seconds, bool io) {
     while (ms_since(t0) < seconds * 1000) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
         for (int k = 0; k < 8; k++) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            size_t i = x % n;
+            size_t i = next_random(x) % n;
             p[i] = mix(i) + 1;
         }
         if (promoted_ms < 0 && spillway_backing(p) == SPILLWAY_MEMORY) {

@@ -82,7 +82,8 @@ JobSample JobSampler::take() {
             p.unlisted = snap->unlisted;
             p.fallbacks = snap->fallbacks;
             std::vector<Vma> vmas = read_smaps(pid);
-            // The snapshot may be up to a second old: a region freed since is no longer mapped.
+            // The snapshot may be up to a second old: a region freed since (its
+            // range PROT_NONE) or replaced (another backing there) is left out.
             for (const LiveRegionView &r : snap->regions)
                 if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to))
                     // A private copy's own memory is what it copied on write;

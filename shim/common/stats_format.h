@@ -64,6 +64,17 @@ inline constexpr char moving_to[] = "moving_to";
 // true. Its pages are the parent's (shared page cache or memfd) until the
 // child writes them, then the child's own anonymous copies.
 inline constexpr char private_copy[] = "private";
+// Only for a disk region the sampler could measure with cachestat(2)
+// (Linux 6.5+), absent otherwise (an older kernel, a fork child's private
+// copy, a descriptor it could not take): the bytes of the region's spill
+// file range in the page cache, and how many of those are dirty, when the
+// snapshot was written. More than the mapped pages: pages the shim
+// unmapped (writeback pacer, page probes) and read-ahead stay cached.
+inline constexpr char cached[] = "cached";
+inline constexpr char dirty[] = "dirty";
+// The snapshot's first member: the length and hash of the rest of the
+// text (text_sum.h), so a reader can tell a torn read for sure.
+inline constexpr char text_sum[] = "text_sum";
 
 // The live snapshot's memfd, as memfd_create takes it; /proc/PID/fd shows
 // it as "/memfd:spillway-live (deleted)".

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # record.sh SPILLWAY — `spillway run --record`: a real job sampled into JSON
-# lines (head, samples naming its pid, rank, disk region and cgroup, the
-# shim's exit stats, the end line with the status passed through), every
-# line valid JSON; `spillway report` sums it up, and with -o draws it as a
-# self-contained HTML page; a bad record path stops the
-# run before the command runs; report refuses a file that is no recording.
+# lines (head, samples naming its pid, rank, disk region, with its page
+# cache where the kernel has cachestat, and cgroup, the shim's exit stats,
+# the end line with the status passed through), every line valid JSON;
+# `spillway report` sums it up, and with -o draws it as a self-contained
+# HTML page; a bad record path stops the run before the command runs;
+# report refuses a file that is no recording.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 spillway=$1
@@ -42,6 +43,22 @@ assert p["rank"] == "5" and p["comm"] == "python3", p
 r = p["regions"][0]
 assert r["backing"] == "disk" and r["len"] >= 16 << 20 and 0 < r["resident"] <= r["len"], r
 assert r["phase"] in ("undecided", "random", "sequential") and r["advice"], r
+# A disk region's resident is its page cache as the shim measured it
+# (cachestat, Linux 6.5+) or, mapped pages counted too, the larger; its
+# Rss is "mapped". Without cachestat no cache figure is written.
+import ctypes, tempfile
+libc = ctypes.CDLL(None, use_errno=True)
+with tempfile.TemporaryFile() as f:
+    rng, out = (ctypes.c_uint64 * 2)(0, 0), (ctypes.c_uint64 * 5)()
+    have_cachestat = libc.syscall(451, f.fileno(), ctypes.byref(rng), ctypes.byref(out), 0) == 0 or ctypes.get_errno() != 38
+recorded = [r for p in seen for r in p["regions"]]
+for r in recorded:
+    assert 0 <= r["mapped"] <= r["len"], r
+    if "cached" in r:
+        assert r["resident"] == max(r["cached"], r["mapped"]) and r["dirty"] <= r["cached"] <= r["len"], r
+    else:
+        assert r["resident"] == r["mapped"] and "dirty" not in r, r
+assert any("cached" in r for r in recorded) == have_cachestat, (have_cachestat, recorded)
 cg = [s for s in samples if s["processes"]][-1]["cgroups"]  # the cgroups of the processes seen
 assert cg and cg[0]["usage"] > 0 and cg[0]["version"] in (1, 2), cg
 # One job, one cgroup: an exiting process's v1 /proc/PID/cgroup names the root.

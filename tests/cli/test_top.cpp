@@ -7,6 +7,7 @@
 #include "json.h"
 #include "live_snapshot.h"
 #include "proc_figures.h"
+#include "text_sum.h"
 #include "top_frame.h"
 
 #include <catch2/catch.hpp>
@@ -33,6 +34,15 @@ const char kSnapshot[] =
     "\"advice\":\"random\",\"fault_pages_s\":300},"
     "{\"start\":150000000000,\"len\":8388608,\"backing\":\"memory\",\"phase\":\"undecided\",\"phase_ms\":0,"
     "\"advice\":\"normal\",\"fault_pages_s\":0,\"moving_to\":\"disk\"}],\"unlisted\":3}\n";
+
+// text as the shim writes it since the text_sum head: the head, then text
+// without its opening brace (text_sum.h).
+std::string summed(const std::string &text) {
+    std::string out(spillway::text_sum::kHeadLen, ' ');
+    out += text.substr(1);
+    spillway::text_sum::write_head(out.data(), out.size() - spillway::text_sum::kHeadLen);
+    return out;
+}
 
 JobSample sample_at(uint64_t mono_ns, uint64_t majflt, uint64_t read_bytes, uint64_t cg_majfault) {
     JobSample s;
@@ -430,4 +440,123 @@ TEST_CASE("top: a sample is one JSON line that reads back") {
     CHECK(number(member(p, "majflt_s")) == Approx(50));
     CHECK(items(member(p, "regions")).size() == 2);
     CHECK(text(member(items(member(p, "regions"))[0], "phase")) == "random");
+}
+
+TEST_CASE("top: a snapshot whose head does not hold is a torn read, rejected even when it parses") {
+    std::string whole = summed(kSnapshot);
+    auto s = parse_live_snapshot(whole);
+    REQUIRE(s);
+    CHECK(s->pid == 4242);
+    CHECK(s->regions.size() == 2);
+    // A figure rewritten meanwhile (same length, still valid JSON): the hash tells.
+    std::string changed = whole;
+    size_t at = changed.find("\"fault_pages_s\":300");
+    REQUIRE(at != std::string::npos);
+    changed[at + 17] = '9';
+    REQUIRE(parse_object(changed)); // still one valid JSON object
+    CHECK_FALSE(parse_live_snapshot(changed));
+    // The new text over a longer old one not yet truncated: the length tells.
+    CHECK_FALSE(parse_live_snapshot(whole + "\"unlisted\":3}\n"));
+    // The new text cut short while the file grows.
+    CHECK_FALSE(parse_live_snapshot(whole.substr(0, whole.size() - 2)));
+    // An older shim's text (no head) is judged as before: it parses.
+    CHECK(parse_live_snapshot(kSnapshot));
+
+    // Read from a memfd as top finds it: a torn text that stays torn is never believed.
+    int fd = memfd_create("spillway-live", MFD_CLOEXEC);
+    REQUIRE(fd >= 0);
+    std::string mine = kSnapshot;
+    mine.replace(mine.find("4242"), 4, std::to_string(getpid()));
+    std::string good = summed(mine);
+    REQUIRE(pwrite(fd, good.data(), good.size(), 0) == (ssize_t)good.size());
+    REQUIRE(find_live_snapshot(getpid()));
+    std::string torn = good;
+    torn[torn.find("\"fault_pages_s\":300") + 17] = '9';
+    REQUIRE(pwrite(fd, torn.data(), torn.size(), 0) == (ssize_t)torn.size());
+    CHECK_FALSE(find_live_snapshot(getpid()));
+    close(fd);
+}
+
+TEST_CASE("top: a disk region's resident is its page cache as the shim measured it") {
+    const char snapshot[] =
+        "{\"pid\":4244,\"mono_ns\":5000000000,\"live_bytes\":{\"disk\":134217728,\"memory\":0,\"anon\":0},"
+        "\"peak_bytes\":{\"disk\":134217728,\"memory\":0,\"anon\":0},\"fallbacks\":0,\"regions\":["
+        "{\"start\":140000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"undecided\",\"phase_ms\":0,"
+        "\"advice\":\"normal\",\"fault_pages_s\":0,\"cached\":67108864,\"dirty\":8388608},"
+        "{\"start\":150000000000,\"len\":67108864,\"backing\":\"disk\",\"phase\":\"undecided\",\"phase_ms\":0,"
+        "\"advice\":\"normal\",\"fault_pages_s\":0}],\"unlisted\":0}\n";
+    auto snap = parse_live_snapshot(summed(snapshot));
+    REQUIRE(snap);
+    REQUIRE(snap->regions.size() == 2);
+    const LiveRegionView &measured = snap->regions[0], &unmeasured = snap->regions[1];
+    CHECK(measured.cache_known);
+    CHECK(measured.cached == 64u << 20);
+    CHECK(measured.dirty == 8u << 20);
+    CHECK_FALSE(unmeasured.cache_known); // absent: unknown, not 0
+    CHECK_FALSE(parse_live_snapshot(kSnapshot)->regions[0].cache_known);
+
+    // 64 MiB cached, 1 MiB of it mapped (the job or the pacer unmapped the rest).
+    auto vmas = parse_smaps("2098a67800-209ca67800 rw-s 00000000 fd:01 12 /var/tmp/spillway-0/#12 (deleted)\n"
+                            "Size: 65536 kB\nRss: 1024 kB\n"
+                            "22ecb25c00-22f0b25c00 rw-s 04000000 fd:01 12 /var/tmp/spillway-0/#12 (deleted)\n"
+                            "Size: 65536 kB\nRss: 2048 kB\n");
+    RegionSample a = region_sample(measured, vmas);
+    CHECK(a.cache_counted);
+    CHECK(a.mapped == 1u << 20);
+    CHECK(a.resident == 64u << 20);
+    RegionSample b = region_sample(unmeasured, vmas); // no figure (Linux before 6.5): mapped pages, said so
+    CHECK_FALSE(b.cache_counted);
+    CHECK(b.resident == 2u << 20);
+    // Mapped now beyond the cache measured up to a second ago (the job is
+    // filling it): every mapped page of a shared file mapping is cached, so
+    // Rss is a floor.
+    LiveRegionView stale = measured;
+    stale.cached = 512 << 10;
+    CHECK(region_sample(stale, vmas).resident == 1u << 20);
+    // A fork child's private copy: what it copied, never the parent's cache,
+    // even if an entry carried a figure.
+    auto child = parse_smaps("2098a67800-209ca67800 rw-p 00000000 fd:01 12 /var/tmp/spillway-0/#12 (deleted)\n"
+                             "Size: 65536 kB\nRss: 16384 kB\nAnonymous: 4096 kB\n");
+    LiveRegionView copy = measured;
+    copy.is_private = true;
+    RegionSample c = region_sample(copy, child);
+    CHECK(c.resident == 4u << 20);
+    CHECK_FALSE(c.cache_counted);
+    // Memory and anon regions: Rss, a cache figure or not.
+    LiveRegionView memory = measured;
+    memory.backing = "memory";
+    CHECK(region_sample(memory, vmas).resident == 1u << 20);
+
+    JobSample s;
+    s.mono_ns = 1;
+    ProcessSample p;
+    p.pid = 4244;
+    p.comm = "python3";
+    p.has_snapshot = true;
+    p.regions = {a, b};
+    s.processes.push_back(p);
+    derive(s, JobSample{});
+    CHECK(s.processes[0].resident[0] == (64u << 20) + (2u << 20));
+    FrameStyle plain;
+    std::string frame = joined(render_frame(s, plain));
+    CHECK(frame.find("disk   res/reserved 64.0MiB/64.0MiB") != std::string::npos);
+    CHECK(frame.find("dirty 8.00MiB") != std::string::npos);
+    CHECK(frame.find("66.0MiB/128MiB (2)") != std::string::npos);
+    CHECK(frame.find("disk resident counts mapped pages only") != std::string::npos); // the unmeasured one
+    s.processes[0].regions = {a};
+    derive(s, JobSample{});
+    CHECK(joined(render_frame(s, plain)).find("mapped pages only") == std::string::npos);
+
+    std::string line = sample_json(s, 0);
+    auto v = parse_object(line);
+    REQUIRE(v);
+    const Json &r = items(member(items(member(*v, "processes")).at(0), "regions")).at(0);
+    CHECK(count(r, "resident") == 64u << 20);
+    CHECK(count(r, "mapped") == 1u << 20);
+    CHECK(count(r, "cached") == 64u << 20);
+    CHECK(count(r, "dirty") == 8u << 20);
+    s.processes[0].regions = {b};
+    std::string unmeasured_line = sample_json(s, 0);
+    CHECK(unmeasured_line.find("\"cached\"") == std::string::npos);
+    CHECK(unmeasured_line.find("\"mapped\":2097152") != std::string::npos);
 }

@@ -17,6 +17,22 @@ int backing_index(const std::string &name) {
     return -1;
 }
 
+RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas) {
+    RegionSample s{r};
+    s.mapped = resident_in(vmas, r.start, r.len);
+    if (r.is_private) {
+        // A private copy's own memory is what it copied on write; the rest
+        // of its Rss is the parent's pages, counted there.
+        s.resident = anonymous_in(vmas, r.start, r.len);
+    } else if (r.backing == stats_key::kBackings[0] && r.cache_known) {
+        s.resident = std::max(r.cached, s.mapped);
+        s.cache_counted = true;
+    } else {
+        s.resident = s.mapped;
+    }
+    return s;
+}
+
 void derive(JobSample &now, const JobSample &previous) {
     double dt = previous.mono_ns && now.mono_ns > previous.mono_ns ? (now.mono_ns - previous.mono_ns) / 1e9 : 0;
     std::map<pid_t, const ProcessSample *> before;
@@ -85,11 +101,7 @@ JobSample JobSampler::take() {
             // The snapshot may be up to a second old: a region freed since (its
             // range PROT_NONE) or replaced (another backing there) is left out.
             for (const LiveRegionView &r : snap->regions)
-                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to))
-                    // A private copy's own memory is what it copied on write;
-                    // the rest of its Rss is the parent's pages, counted there.
-                    p.regions.push_back(RegionSample{r, r.is_private ? anonymous_in(vmas, r.start, r.len)
-                                                                     : resident_in(vmas, r.start, r.len)});
+                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(region_sample(r, vmas));
         }
         p.cgroup = cg.name;
         if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;
@@ -148,7 +160,9 @@ std::string sample_json(const JobSample &s, uint64_t start_ns) {
         for (size_t j = 0; j < p.regions.size(); j++) {
             const RegionSample &r = p.regions[j];
             out += std::string(j ? "," : "") + "{\"start\":" + n(r.live.start) + ",\"len\":" + n(r.live.len) +
-                   ",\"resident\":" + n(r.resident) + ",\"backing\":" + json_quote(r.live.backing) +
+                   ",\"resident\":" + n(r.resident) + ",\"mapped\":" + n(r.mapped) +
+                   (r.cache_counted ? ",\"cached\":" + n(r.live.cached) + ",\"dirty\":" + n(r.live.dirty) : "") +
+                   ",\"backing\":" + json_quote(r.live.backing) +
                    (r.live.moving_to.empty() ? "" : ",\"moving_to\":" + json_quote(r.live.moving_to)) +
                    (r.live.is_private ? ",\"private\":true" : "") +
                    ",\"phase\":" + json_quote(r.live.phase) + ",\"advice\":" + json_quote(r.live.advice) +

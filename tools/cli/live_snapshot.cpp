@@ -4,6 +4,7 @@
 #include "json.h"
 #include "proc_figures.h"
 #include "stats_format.h"
+#include "text_sum.h"
 
 #include <cstdlib>
 #include <dirent.h>
@@ -12,6 +13,7 @@
 namespace spillway::cli {
 
 std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
+    if (text_sum::check(text.data(), text.size()) == text_sum::Verdict::torn) return std::nullopt;
     std::optional<Json> parsed = parse_object(text);
     if (!parsed) return std::nullopt;
     const Json &v = *parsed;
@@ -44,6 +46,11 @@ std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text) {
         view.fault_pages_s = count(r, key::fault_pages_s);
         if (const Json *m = member(r, key::moving_to); m && m->is_string()) view.moving_to = m->get<std::string>();
         if (const Json *m = member(r, key::private_copy); m && m->is_boolean()) view.is_private = m->get<bool>();
+        if (const Json *m = member(r, key::cached); m && m->is_number_unsigned()) {
+            view.cache_known = true;
+            view.cached = m->get<uint64_t>();
+            view.dirty = count(r, key::dirty);
+        }
         s.regions.push_back(view);
     }
     return s;
@@ -66,15 +73,20 @@ pid_t innermost_pid(std::string_view status_text, pid_t pid) {
     return v > 0 ? (pid_t)v : pid;
 }
 
-// Two identical reads that parse and name pid, within a few tries.
+// A whole text (its head holds) that parses and names pid, within a few
+// tries; from an older shim (no head), two identical reads that do.
 static std::optional<LiveSnapshot> read_stable(const std::string &path, pid_t pid) {
-    for (int attempt = 0; attempt < 4; attempt++) {
-        bool ok1 = false, ok2 = false;
-        std::string a = read_text(path, &ok1);
-        std::string b = read_text(path, &ok2);
-        if (!ok1 || !ok2) return std::nullopt;
-        if (a != b) continue;
-        auto s = parse_live_snapshot(a);
+    for (int attempt = 0; attempt < 8; attempt++) {
+        bool ok = false;
+        std::string a = read_text(path, &ok);
+        if (!ok) return std::nullopt;
+        text_sum::Verdict v = text_sum::check(a.data(), a.size());
+        if (v == text_sum::Verdict::unsummed) {
+            std::string b = read_text(path, &ok);
+            if (!ok) return std::nullopt;
+            if (a != b) continue;
+        }
+        auto s = v == text_sum::Verdict::torn ? std::nullopt : parse_live_snapshot(a);
         if (s && s->pid == pid) return s;
         if (!s) { // half a rewrite: give the writer a moment
             usleep(2000);

@@ -6,11 +6,14 @@
 // "/memfd:spillway-live (deleted)", opened through /proc/PID/fd/N (which
 // also works across mount namespaces, into containers).
 //
-// Invariant: a snapshot is believed only when two reads in a row give the
-// same text, it parses and it names the pid asked for (a fork child may
-// still hold its parent's memfd; the writer may be halfway through a
-// rewrite); a missing one is reported as missing (the process has no disk
-// region yet, so its sampler does not run, or it is not ours to read).
+// Invariant: a snapshot is believed only when it is whole, parses and
+// names the pid asked for (a fork child may still hold its parent's memfd;
+// the writer may be halfway through a rewrite). Whole: the length and hash
+// its head gives hold (shim/common/text_sum.h: a torn read is told for
+// sure); a shim older than that head writes none, and its text is believed
+// when two reads in a row give the same text. A missing one is reported as
+// missing (the process has no disk region yet, so its sampler does not
+// run, or it is not ours to read).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +30,10 @@ struct LiveRegionView {
     std::string backing, phase, advice;
     std::string moving_to; // while a move is under way: where to ("" otherwise; backing is where from)
     bool is_private = false; // a fork child's copy-on-write view of a region it inherited
+    // A disk region's page cache as the shim measured it (cachestat) when
+    // it wrote the snapshot; unknown before Linux 6.5 and from older shims.
+    bool cache_known = false;
+    uint64_t cached = 0, dirty = 0;
     uint64_t phase_ms = 0;
     uint64_t fault_pages_s = 0;
 };
@@ -40,6 +47,8 @@ struct LiveSnapshot {
     std::vector<LiveRegionView> regions;
 };
 
+// nullopt for text that does not parse, or whose text_sum head does not
+// hold (a torn read).
 std::optional<LiveSnapshot> parse_live_snapshot(const std::string &text);
 std::optional<LiveSnapshot> find_live_snapshot(pid_t pid);
 // Whether a /proc/PID/fd link target is the shim's live memfd.

@@ -113,9 +113,17 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
                                   (r.live.is_private ? "+cow" : "");
             snprintf(line, sizeof line, "    region %#14llx %-6s res/reserved %-19s", (unsigned long long)r.live.start,
                      backing.c_str(), pair_text(r.resident, r.live.len).c_str());
-            out.push_back(std::string(line) + " phase " + phase + "  advice " + r.live.advice + "  faulted " +
+            // A disk region's page cache: how much of it is not written back yet.
+            std::string dirty = r.cache_counted ? " dirty " + human_size(r.live.dirty) + " " : "";
+            out.push_back(std::string(line) + dirty + " phase " + phase + "  advice " + r.live.advice + "  faulted " +
                           std::to_string(r.live.fault_pages_s) + " pages/s");
         }
+        bool mapped_only = std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) {
+            return r.live.backing == "disk" && !r.live.is_private && !r.cache_counted;
+        });
+        if (mapped_only)
+            out.push_back("    disk resident counts mapped pages only, less than the page cache they hold: no cache "
+                          "figure in the snapshot (Linux before 6.5, or a shim older than top)");
         size_t more = regions.size() - shown + p.unlisted;
         if (more) out.push_back("    ... " + std::to_string(more) + " more region" + (more == 1 ? "" : "s"));
         if (p.fallbacks) out.push_back("    fallbacks so far: " + std::to_string(p.fallbacks));

@@ -3,8 +3,10 @@
 // Layout: a head line, one block per cgroup (usage against limit, memory by
 // kind, fault and refault rates, PSI), then one line per process (rank,
 // faults per second, bytes read per fault, resident/reserved by backing)
-// followed by its largest regions (backing, resident/reserved, phase and
-// how long it has held, advice, pages faulted in per second).
+// followed by its largest regions (backing, resident/reserved, for a disk
+// region its dirty bytes, phase and how long it has held, advice, pages
+// faulted in per second), and a note when a disk region's resident is its
+// mapped pages only (no page-cache figure from the shim).
 //
 // Invariant: a pure function of the sample and the style (no clock, no
 // terminal), so tests check exactly what a user would read; with color off

@@ -5,9 +5,13 @@
 //
 // What it carries is what only the shim knows: each region's address range,
 // backing (and, while a move is under way, where it is going), the
-// detector's phase and the advice in force, and the pages it faulted in per
-// second. Residency, faults and I/O the readers take from
-// /proc, which is authoritative.
+// detector's phase and the advice in force, the pages it faulted in per
+// second, and for a disk region its spill file range's page cache (bytes
+// cached and dirty, cachestat(2)): the pages the shim unmapped and the
+// read-ahead stay cached and are charged to the cgroup, so the mapped
+// pages a reader finds in /proc (Rss) say less than the region holds, and
+// only the shim knows which file range is the region's. Mappings, faults
+// and I/O the readers take from /proc, which is authoritative.
 //
 // Why a memfd and not a file in the spill directory: it dies with the
 // process, however it ends (kill -9, _exit, exec), so the spill directory
@@ -17,12 +21,16 @@
 //
 // Invariants: only the sampler thread writes (one writer); the writer never
 // allocates (fixed static buffers), holds the large lock only to copy the
-// region fields, never during I/O; before each write it checks that its
-// descriptor still is its memfd (same inode), so a program that closed it
-// and reused the number never gets our text; a fork child writes to a memfd
-// of its own, never the parent's. A reader can meet a half-rewritten
-// snapshot: it must read twice and accept only two identical, parsable
-// texts naming its pid.
+// region fields and dup each spill file's descriptor (so a free meanwhile
+// can neither close it nor have its number reused under us), never during
+// I/O or cachestat; before each write it checks that its descriptor still
+// is its memfd (same inode), so a program that closed it and reused the
+// number never gets our text; a fork child writes to a memfd of its own,
+// never the parent's. Where cachestat is missing (ENOSYS, before Linux
+// 6.5) the cache fields are left out, never estimated. A reader can meet a
+// half-rewritten snapshot: the text opens with the length and hash of the
+// rest (common/text_sum.h), and a reader accepts only a text whose head
+// holds and that names its pid.
 #pragma once
 
 #include "registry/placement.h"
@@ -45,6 +53,10 @@ struct LiveRegion {
     uint8_t backing = 0, phase = 0;
     uint8_t moving_to = 0; // a move under way takes it there (Backing; 0: none)
     bool is_private = false; // a fork child's copy-on-write view of an inherited region
+    // Its spill file range's page cache, when measured (a disk region, not
+    // private, cachestat answered): written as "cached" and "dirty".
+    bool cache_known = false;
+    uint64_t cached = 0, dirty = 0; // bytes
 };
 
 // At start-up: where a move under way is taking region r, or Backing::none
@@ -61,10 +73,10 @@ using stats_key::kLiveMemfdName; // stats_format.h: the tool looks for it by nam
 // This process's memfd, or -1 before the first write (tests).
 int stats_live_fd();
 
-// The snapshot as one JSON line into buf[cap]; lists as many of the n
-// regions as fit and says how many of the process's `total` live regions
-// were left out ("unlisted"). Returns the length, or 0 when not even the
-// head fits.
+// The snapshot as one JSON line into buf[cap], opened by its text_sum head;
+// lists as many of the n regions as fit and says how many of the process's
+// `total` live regions were left out ("unlisted"). Returns the length, or 0
+// when not even the head fits.
 size_t stats_live_format(char *buf, size_t cap, pid_t pid, uint64_t now_ns, const LiveRegion *regions,
                          size_t n, size_t total);
 

@@ -48,6 +48,7 @@ ConfigVerdict verdict(uint64_t threshold) {
     v.spill_dir = "/data/spill";
     v.log_file = "/var/log/job.log";
     v.stats_file = "";
+    v.stats_run = "nightly/7";
     return v;
 }
 
@@ -89,6 +90,7 @@ TEST_CASE("verdict_cache: a stored verdict is found for the same bytes and engin
     CHECK(std::string(v.spill_dir) == "/data/spill");
     CHECK(std::string(v.log_file) == "/var/log/job.log");
     CHECK(std::string(v.stats_file).empty());
+    CHECK(std::string(v.stats_run) == "nightly/7"); // the front writes it into a lazy process's line
     free(storage);
 }
 

@@ -57,7 +57,7 @@ namespace spillway {
       -EINVAL)                                                                                   \
     X(int, spillway_prepare_dir, (void), (), -ENOSYS)
 
-constexpr unsigned kEngineApiVersion = 3;
+constexpr unsigned kEngineApiVersion = 4; // 4: StartRequest's env has SPILLWAY_STATS_RUN
 
 // What the front hands the engine's start-up (front/start_verdict.h says
 // how it decides): the settings as the process started with them, so the

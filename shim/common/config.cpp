@@ -6,6 +6,7 @@
 #include "settings_check.h"
 #include "size_parse.h"
 #include "spill_dir_check.h"
+#include "stats_run.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -251,8 +252,11 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             r.string(*t, "file", "log.file", s.log_file);
         }
         if (auto *t = r.table(root, "stats")) {
-            r.reject_unknown(*t, "stats.", {"file"});
+            r.reject_unknown(*t, "stats.", {"file", "run"});
             r.string(*t, "file", "stats.file", s.stats_file);
+            r.string(*t, "run", "stats.run", s.stats_run);
+            if (!stats_run_ok(s.stats_run.data(), s.stats_run.size()))
+                r.fail(t->get("run"), "stats.run", std::string(kStatsRunExpected) + ", got \"" + s.stats_run + "\"");
         }
         if (auto *t = r.table(root, "profile")) {
             r.reject_unknown(*t, "profile.", {"file", "learn", "probe"});
@@ -386,6 +390,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     view.spill_dir = s.spill_dir.c_str();
     view.spill_dir_given = s.spill_dir_given;
     view.stats_file = s.stats_file.c_str();
+    view.stats_run = s.stats_run.c_str();
     // The longest message holds the source and one value, each written as one
     // line (a control character may become two).
     size_t cap = s.source.size() * 2 + 512;
@@ -407,6 +412,7 @@ std::optional<std::string> load_settings(Settings &s, const EnvLookup &env_looku
     if (view.spill_dir != s.spill_dir.c_str()) s.spill_dir = view.spill_dir;
     s.spill_dir_given = view.spill_dir_given;
     if (view.stats_file != s.stats_file.c_str()) s.stats_file = view.stats_file;
+    if (view.stats_run != s.stats_run.c_str()) s.stats_run = view.stats_run;
     Reader r(s.source);
     try {
         validate(s, r);
@@ -445,7 +451,10 @@ std::string describe_settings(const Settings &s) {
       << "\n\n";
     o << "[memory]\nreserve = " << quoted(format_size_exact(s.memory_reserve)) << "\n\n";
     o << "[log]\nlevel = " << quoted(level_name(s.log_level)) << "\nfile = " << quoted(s.log_file) << "\n\n";
-    o << "[stats]\nfile = " << quoted(s.stats_file) << "\n\n";
+    o << "[stats]\nfile = " << quoted(s.stats_file) << "\n";
+    // Only when set: the text stays what it was for every config without one.
+    if (!s.stats_run.empty()) o << "run = " << quoted(s.stats_run) << "\n";
+    o << "\n";
     o << "[profile]\nfile = " << quoted(s.profile_file) << "\nlearn = " << (s.learn ? "true" : "false")
       << "\nprobe = " << (s.learn_probe ? "true" : "false") << "\n\n";
     o << "[callsites]\nenabled = " << (s.callsites ? "true" : "false") << "\ndepth = " << s.callsite_depth

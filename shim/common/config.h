@@ -70,6 +70,8 @@ struct Settings {
     LogLevel log_level = LogLevel::warn;
     std::string log_file;
     std::string stats_file;
+    // Written into every stats line as "run" (stats_run.h); empty: none.
+    std::string stats_run;
     std::string profile_file;
     bool callsites = true;
     unsigned callsite_depth = 12;

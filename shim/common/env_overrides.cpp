@@ -2,6 +2,7 @@
 #include "env_overrides.h"
 
 #include "size_text.h"
+#include "stats_run.h"
 
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,18 @@ bool apply_env_overrides(SimpleSettings *s, SettingLookup lookup, void *ctx, cha
         s->spill_dir_given = true;
     }
     if (const char *v = value_of(lookup, ctx, "SPILLWAY_STATS")) s->stats_file = v;
+    if (const char *v = value_of(lookup, ctx, "SPILLWAY_STATS_RUN")) {
+        if (!stats_run_ok(v, strlen(v))) {
+            line.say("environment: SPILLWAY_STATS_RUN: ");
+            line.say(kStatsRunExpected);
+            line.say(", got \"");
+            line.value(v);
+            line.say("\"");
+            *needed = line.used;
+            return false;
+        }
+        s->stats_run = v;
+    }
     if (const char *v = value_of(lookup, ctx, "SPILLWAY_THRESHOLD")) {
         const char *why = nullptr;
         uint64_t bytes = 0;

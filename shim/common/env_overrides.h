@@ -1,5 +1,5 @@
 // env_overrides.h — the rules for the single-setting variables
-// (SPILLWAY_DIR, SPILLWAY_STATS, SPILLWAY_THRESHOLD, SPILLWAY_POLICY,
+// (SPILLWAY_DIR, SPILLWAY_STATS, SPILLWAY_STATS_RUN, SPILLWAY_THRESHOLD, SPILLWAY_POLICY,
 // SPILLWAY_LOG) over the settings a config gave: the one implementation
 // the engine's load_settings (config.cpp), the tool and the front run. The
 // front judges these at start-up without loading the engine (libstdc++, the
@@ -34,6 +34,7 @@ struct SimpleSettings {
     bool allow_tmpfs = false;
     const char *log_file = "";
     const char *stats_file = "";
+    const char *stats_run = ""; // stats_run.h
 };
 
 // Returns the variable's value, or nullptr; an empty value counts as unset.

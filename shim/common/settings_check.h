@@ -4,7 +4,7 @@
 //
 // The runner judges the settings with the shim's own code (exit 78 before
 // anything runs), then sets SPILLWAY_CHECKED=<threshold>:<log level>:<hash>
-// in the child's environment. The hash covers the six setting variables as
+// in the child's environment. The hash covers the seven setting variables as
 // the child sees them and, for SPILLWAY_CONFIG, the text of the file: the
 // runner hashes the bytes it parsed, the front the bytes it read at
 // start-up, and the engine, when it starts, parses the front's bytes (never
@@ -28,8 +28,9 @@ namespace spillway {
 constexpr const char *kCheckedMarker = "SPILLWAY_CHECKED";
 
 // The variables that configure the shim, in hashing order.
-constexpr const char *kSettingVariables[] = {"SPILLWAY_CONFIG", "SPILLWAY_DIR",    "SPILLWAY_THRESHOLD",
-                                             "SPILLWAY_POLICY", "SPILLWAY_LOG",    "SPILLWAY_STATS"};
+constexpr const char *kSettingVariables[] = {"SPILLWAY_CONFIG", "SPILLWAY_DIR",   "SPILLWAY_THRESHOLD",
+                                             "SPILLWAY_POLICY", "SPILLWAY_LOG",   "SPILLWAY_STATS",
+                                             "SPILLWAY_STATS_RUN"};
 constexpr size_t kSettingVariableCount = sizeof kSettingVariables / sizeof kSettingVariables[0];
 
 inline uint64_t fnv1a(uint64_t h, const void *data, size_t n) {

@@ -14,6 +14,9 @@ inline constexpr const char *kBackings[3] = {"disk", "memory", "anon"};
 
 // The exit line, one JSON object per process.
 inline constexpr char pid[] = "pid";
+// The run tag (stats_run.h), when the settings give one: a reader of a
+// shared stats file keeps its own job's lines by it (`spillway run`).
+inline constexpr char run[] = "run";
 inline constexpr char cmd[] = "cmd";
 inline constexpr char rank[] = "rank";             // torchrun's RANK, when set
 inline constexpr char local_rank[] = "local_rank"; // and LOCAL_RANK

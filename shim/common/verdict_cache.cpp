@@ -26,8 +26,13 @@ constexpr uint32_t kEntryMagic = 0x56525053; // "SPRV"
 constexpr size_t kMaxFile = 1 << 20;
 
 // One entry: this head, then the text, then the three strings, each with
-// its NUL, padded to 8 bytes. Native byte order: the file never leaves the
-// machine, and another layout can only miss (the magics, the lengths).
+// its NUL, then stats.run with its NUL when it is not empty, padded to 8
+// bytes. Native byte order: the file never leaves the machine, and another
+// layout can only miss (the magics, the lengths). stats.run came later, in
+// what was reserved and after what an older build reads: an entry without
+// it is an older build's, whole, and an older build reads ours as one
+// without it, so builds of either age used in turn keep each other's
+// entries (verdict_cache_store says why that matters).
 struct EntryHead {
     uint32_t magic;
     uint32_t total; // bytes of the entry, head and padding included
@@ -37,8 +42,10 @@ struct EntryHead {
     uint32_t text_len, spill_dir_len, log_file_len, stats_file_len; // without the NULs
     uint8_t policy, log_level, spill_dir_given, allow_tmpfs;
     uint8_t threshold_given; // the config names it (else the engine derives it: derived_threshold.h)
-    uint8_t reserved[3];
+    uint8_t reserved;        // zero
+    uint16_t stats_run_len;  // 0: none, and no string (an older build's entry is zero here)
 };
+static_assert(sizeof(EntryHead) == 88, "the head older builds read: add only into what is reserved");
 
 size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
 
@@ -102,11 +109,12 @@ const EntryHead *entry_at(const char *data, size_t size, size_t at) {
     if (h->magic != kEntryMagic || h->total % 8 || h->total > size - at || h->policy > 3 || h->log_level > 3)
         return nullptr;
     uint64_t need = sizeof(EntryHead) + (uint64_t)h->text_len + h->spill_dir_len + 1 + h->log_file_len + 1 +
-                    h->stats_file_len + 1;
+                    h->stats_file_len + 1 + (h->stats_run_len ? h->stats_run_len + 1u : 0u);
     if (need > h->total) return nullptr;
     const char *s = (const char *)(h + 1) + h->text_len;
-    if (s[h->spill_dir_len] || s[h->spill_dir_len + 1 + h->log_file_len] ||
-        s[h->spill_dir_len + 1 + h->log_file_len + 1 + h->stats_file_len])
+    uint64_t stats_file_end = (uint64_t)h->spill_dir_len + 1 + h->log_file_len + 1 + h->stats_file_len;
+    if (s[h->spill_dir_len] || s[h->spill_dir_len + 1 + h->log_file_len] || s[stats_file_end] ||
+        (h->stats_run_len && s[stats_file_end + 1 + h->stats_run_len]))
         return nullptr;
     return h;
 }
@@ -194,6 +202,7 @@ bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, co
         out->spill_dir = s;
         out->log_file = s + h->spill_dir_len + 1;
         out->stats_file = out->log_file + h->log_file_len + 1;
+        out->stats_run = h->stats_run_len ? out->stats_file + h->stats_file_len + 1 : "";
         *storage = keep ? nullptr : data;
         return true;
     }
@@ -205,13 +214,14 @@ void verdict_cache_store(const char *dir_path, const EngineIdentity &engine, con
                          const ConfigVerdict &v) {
     if (len > kVerdictCacheMaxText) return;
     size_t dir_len = strlen(v.spill_dir), log_len = strlen(v.log_file), stats_len = strlen(v.stats_file);
-    if (dir_len > PATH_MAX || log_len > PATH_MAX || stats_len > PATH_MAX) return;
+    size_t run_len = strlen(v.stats_run); // at most kStatsRunMax (256): the parser's rule
+    if (dir_len > PATH_MAX || log_len > PATH_MAX || stats_len > PATH_MAX || run_len > UINT16_MAX) return;
     int dir = open_cache_dir(dir_path, true);
     if (dir < 0) return;
     size_t old_size = 0;
     char *old = read_cache(dir, kVerdictCacheName, &old_size);
 
-    size_t total = padded(sizeof(EntryHead) + len + dir_len + 1 + log_len + 1 + stats_len + 1);
+    size_t total = padded(sizeof(EntryHead) + len + dir_len + 1 + log_len + 1 + stats_len + 1 + (run_len ? run_len + 1 : 0));
     char *entry = (char *)calloc(1, total);
     if (!entry) {
         free(old);
@@ -229,6 +239,7 @@ void verdict_cache_store(const char *dir_path, const EngineIdentity &engine, con
     head.spill_dir_len = (uint32_t)dir_len;
     head.log_file_len = (uint32_t)log_len;
     head.stats_file_len = (uint32_t)stats_len;
+    head.stats_run_len = (uint16_t)run_len;
     head.policy = (uint8_t)v.policy;
     head.log_level = (uint8_t)v.log_level;
     head.spill_dir_given = v.spill_dir_given;
@@ -239,6 +250,7 @@ void verdict_cache_store(const char *dir_path, const EngineIdentity &engine, con
     memcpy(p += len, v.spill_dir, dir_len + 1);
     memcpy(p += dir_len + 1, v.log_file, log_len + 1);
     memcpy(p += log_len + 1, v.stats_file, stats_len + 1);
+    if (run_len) memcpy(p += stats_len + 1, v.stats_run, run_len + 1);
 
     // The new entry first, then the newest others, whatever engine judged
     // them: two installed builds used in turn (a package and a wheel's

@@ -52,6 +52,7 @@ struct ConfigVerdict {
     const char *spill_dir = "";
     const char *log_file = "";
     const char *stats_file = "";
+    const char *stats_run = ""; // stats_run.h
 };
 
 // The cache's file name in its directory. Its temporary files start with

@@ -61,6 +61,7 @@ static void store_verdict(const StartRequest &req, const Settings &file) {
     v.spill_dir = file.spill_dir.c_str();
     v.log_file = file.log_file.c_str();
     v.stats_file = file.stats_file.c_str();
+    v.stats_run = file.stats_run.c_str();
     char cache[64];
     verdict_cache_dir(cache, sizeof cache);
     verdict_cache_store(cache, req.engine, req.config_text, req.config_len, v);
@@ -147,7 +148,7 @@ __attribute__((destructor)) static void spillway_destructor() {
     if (!g_startup_settings) return;
     sampler_stop();
     tiering_stop();
-    stats_write_at_exit(g_startup_settings->stats_file);
+    stats_write_at_exit(g_startup_settings->stats_file, g_startup_settings->stats_run);
     if (getpid() != g_started_pid) return; // a fork child: the starter saves what was learned
     profile_save(*g_startup_settings);
     callsite_log_summary();

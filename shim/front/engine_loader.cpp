@@ -57,6 +57,7 @@ StartRequest g_request;
 // engine starts at its first use: should it never start, this process
 // still leaves its (empty) line in the stats file (stats_line.h).
 const char *g_lazy_stats_file = nullptr;
+const char *g_lazy_stats_run = nullptr; // the run tag it carries (stats_run.h), or nullptr
 
 const EngineApi *load_engine() {
     char path[PATH_MAX + sizeof kEngineName + 1];
@@ -249,6 +250,7 @@ __attribute__((constructor(101))) static void spillway_front_constructor(int, ch
     if (verdict.mode == StartMode::judged) {
         log_configure(verdict.level, verdict.log_fd);
         g_lazy_stats_file = verdict.stats_file;
+        g_lazy_stats_run = verdict.stats_run;
         if (g_lazy_stats_file) keep_command_line(argv);
     }
     if (verdict.derive_threshold) { // derived at the first request it could concern (engine_loader.h)
@@ -263,7 +265,7 @@ __attribute__((constructor(101))) static void spillway_front_constructor(int, ch
 __attribute__((destructor)) static void spillway_front_destructor() {
     // The engine writes the line when it was loaded (startup.cpp).
     if (g_lazy_stats_file && !g_api && g_state.load(std::memory_order_acquire) == kWaiting)
-        write_empty_stats_line(g_lazy_stats_file);
+        write_empty_stats_line(g_lazy_stats_file, g_lazy_stats_run);
 }
 
 } // namespace spillway

@@ -7,6 +7,7 @@
 #include "settings_check.h"
 #include "spill_dir_check.h"
 #include "start_memory.h"
+#include "stats_run.h"
 #include "verdict_cache.h"
 
 #include <cerrno>
@@ -21,7 +22,7 @@ namespace spillway {
 
 namespace {
 
-enum Variable { kConfig, kDir, kThreshold, kPolicy, kLog, kStats }; // kSettingVariables' order
+enum Variable { kConfig, kDir, kThreshold, kPolicy, kLog, kStats, kStatsRun }; // kSettingVariables' order
 
 const char *request_lookup(void *ctx, const char *name) {
     auto *req = static_cast<const StartRequest *>(ctx);
@@ -73,6 +74,9 @@ bool judged_by_runner(StartRequest *req, StartVerdict *v) {
     int level = 0;
     if (!parse_checked(getenv(kCheckedMarker), &threshold, &level, &hash)) return false;
     if (req->env[kConfig] && !req->config_text) return false; // unread: not the text it judged
+    // The runner judged its tag: a bad one is not the runner's, so the engine judges it and says why.
+    const char *run = req->env[kStatsRun];
+    if (run && !stats_run_ok(run, strlen(run))) return false;
     // threshold 0: none was given, it is derived here (derived_threshold.h).
     if (hash != settings_hash(request_lookup, req, req->config_text, req->config_len) ||
         (threshold && threshold < kMinThreshold) || level < (int)LogLevel::error || level > (int)LogLevel::debug)
@@ -81,6 +85,9 @@ bool judged_by_runner(StartRequest *req, StartVerdict *v) {
     v->derive_threshold = threshold == 0;
     v->level = (LogLevel)level;
     v->stats_file = req->env[kStats];
+    // The runner always sets the variable (run.cpp), so a tag the config
+    // names, which the front cannot read, is never the one that counts.
+    v->stats_run = req->env[kStatsRun];
     return true;
 }
 
@@ -192,6 +199,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
         s.allow_tmpfs = c.allow_tmpfs;
         s.log_file = c.log_file;
         s.stats_file = c.stats_file;
+        s.stats_run = c.stats_run;
     }
     size_t needed = 0;
     if (!apply_env_overrides(&s, request_lookup, req, v->message, sizeof v->message, &needed)) {
@@ -208,6 +216,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
     v->derive_threshold = s.threshold_origin == ThresholdOrigin::not_given;
     v->level = s.log_level;
     v->stats_file = *s.stats_file ? s.stats_file : nullptr;
+    v->stats_run = *s.stats_run ? s.stats_run : nullptr;
     req->judged = true;
     req->log_fd = v->log_fd > 2 ? v->log_fd : -1;
 }

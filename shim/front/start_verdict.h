@@ -54,6 +54,7 @@ struct StartVerdict {
     LogLevel level = LogLevel::warn;
     int log_fd = 2;
     const char *stats_file = nullptr; // judged: this process's line should the engine never start
+    const char *stats_run = nullptr;  // ...and the run tag it carries (stats_run.h); nullptr: none
     char message[2 * PATH_MAX + 512]; // refused: the config error (after "spillway: config error: ")
 };
 

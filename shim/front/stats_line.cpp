@@ -75,7 +75,7 @@ void keep_command_line(const char *const *argv) {
     g_command_len = n;
 }
 
-void write_empty_stats_line(const char *pattern) {
+void write_empty_stats_line(const char *pattern, const char *run) {
     namespace key = stats_key;
     if (!pattern || !*pattern) return;
     char path[4096], num[24];
@@ -97,6 +97,10 @@ void write_empty_stats_line(const char *pattern) {
     o.add(key::pid);
     o.add("\":");
     o.add(pid);
+    if (run && *run) { // right after the pid, as the engine writes it
+        o.member(key::run);
+        o.quoted(run, strlen(run));
+    }
     o.member(key::cmd);
     o.quoted(g_command, g_command_len);
     if (const char *v = getenv("RANK")) {

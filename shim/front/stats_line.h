@@ -13,7 +13,8 @@ namespace spillway {
 // (argv, null-terminated, as glibc hands it to constructors) for the line.
 void keep_command_line(const char *const *argv);
 
-// pattern: the stats file ("%p" = the pid), as the settings give it.
-void write_empty_stats_line(const char *pattern);
+// pattern: the stats file ("%p" = the pid), as the settings give it; run:
+// the run tag (stats_run.h, checked by the settings' judge), or nullptr.
+void write_empty_stats_line(const char *pattern, const char *run);
 
 } // namespace spillway

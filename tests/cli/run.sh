@@ -86,6 +86,56 @@ err=$(run -c "$SCRATCH/with-stats.toml" -- "$py" -c 'b = bytearray(4 << 20)' 2>&
 expect_contains "$err" "stats in $SCRATCH/stats.jsonl" "configured stats file"
 expect_contains "$err" "disk        1 region" "only this run's lines"
 [ "$(wc -l <"$SCRATCH/stats.jsonl")" = 2 ] || fail "configured stats file should have 2 lines"
+grep -q '^{"pid":[0-9]*,"run":"[0-9a-f]\{32\}",' "$SCRATCH/stats.jsonl" || fail "the run's line carries no run tag: $(tail -1 "$SCRATCH/stats.jsonl")"
+
+# Another job appending to the same stats file while this one runs: its
+# line is not this run's (run tags, stats_collect.h). Ordered by files,
+# not by timing: job A holds its 4 MiB until job B, started after A, has
+# finished and written its 6 MiB line into the shared file.
+rm -f "$SCRATCH/a-started" "$SCRATCH/b-done"
+run -c "$SCRATCH/with-stats.toml" -- "$py" -c "
+import os, time
+b = bytearray(4 << 20)
+open('$SCRATCH/a-started', 'w').close()
+while not os.path.exists('$SCRATCH/b-done'): time.sleep(0.02)" 2>"$SCRATCH/a-err" &
+job_a=$!
+for _ in $(seq 300); do [ -e "$SCRATCH/a-started" ] && break; sleep 0.05; done
+[ -e "$SCRATCH/a-started" ] || fail "job A did not start"
+err_b=$(run -c "$SCRATCH/with-stats.toml" -- "$py" -c 'b = bytearray(6 << 20)' 2>&1 >/dev/null)
+touch "$SCRATCH/b-done"
+wait "$job_a"; expect_status 0 $? "job A"
+err_a=$(cat "$SCRATCH/a-err")
+expect_contains "$err_a" "1 process reported, 1 placed large regions" "job A: its own process only"
+expect_contains "$err_a" "disk        1 region     4.00MiB  peak 4.00MiB" "job A: its own 4 MiB, not B's 6 MiB"
+expect_contains "$err_b" "disk        1 region     6.00MiB  peak 6.00MiB" "job B: its own 6 MiB"
+[ "$(grep -c '"run":' "$SCRATCH/stats.jsonl")" = 3 ] || fail "the shared file should hold 3 tagged lines: $(cat "$SCRATCH/stats.jsonl")"
+
+# A run inside a run, on the same file: the outer counts the inner job's
+# lines as its own (the inner tag extends the outer's).
+err=$(run -c "$SCRATCH/with-stats.toml" -- "$spillway" run -q --dir "$spill" --threshold 1MiB \
+    -c "$SCRATCH/with-stats.toml" -- "$py" -c 'b = bytearray(2 << 20)' 2>&1 >/dev/null)
+expect_contains "$err" "2 processes reported, 1 placed large regions" "nested run: the inner tool and its python"
+expect_contains "$err" "disk        1 region     2.00MiB" "nested run: the inner job's region"
+
+# Lines without a tag (a shim older than the tag writes none) and none with
+# this run's: counted as before, with a warning saying why.
+err=$(run -c "$SCRATCH/with-stats.toml" -- sh -c \
+    "echo '{\"pid\":7,\"regions\":{\"disk\":1,\"memory\":0,\"anon\":0},\"bytes\":{\"disk\":1048576}}' >>'$SCRATCH/stats.jsonl'" 2>&1)
+expect_status 0 $? "untagged lines"
+expect_contains "$err" "1 process reported" "untagged lines: counted"
+expect_contains "$err" "warning: no line in $SCRATCH/stats.jsonl carries this run's tag" "untagged lines: said"
+err=$(run -c "$SCRATCH/with-stats.toml" -- "$py" -c 'b = bytearray(2 << 20)' 2>&1 >/dev/null)
+case "$err" in *warning:*) fail "a tagged run warned: $err" ;; esac
+
+# A bad run tag stops before anything runs, from the config or the variable.
+printf '[stats]\nfile = "%s/stats.jsonl"\nrun = "two words"\n' "$SCRATCH" >"$SCRATCH/bad-run.toml"
+err=$("$spillway" run -c "$SCRATCH/bad-run.toml" -- touch "$SCRATCH/ran" 2>&1); expect_status 78 $? "bad stats.run"
+expect_lines 1 "$err" "bad stats.run"
+expect_contains "$err" "bad-run.toml:3: key 'stats.run': expected at most 256 letters" "bad stats.run line"
+err=$(SPILLWAY_STATS_RUN='a;b' "$spillway" run -- touch "$SCRATCH/ran" 2>&1); expect_status 78 $? "bad SPILLWAY_STATS_RUN"
+expect_lines 1 "$err" "bad SPILLWAY_STATS_RUN"
+expect_contains "$err" "environment: SPILLWAY_STATS_RUN: expected at most 256 letters" "bad SPILLWAY_STATS_RUN line"
+[ ! -e "$SCRATCH/ran" ] || fail "the command ran despite a bad run tag"
 
 # The user's config travels to the child (threshold from the file, not the flag).
 printf 'threshold = "16MiB"\n' >"$SCRATCH/big-threshold.toml"

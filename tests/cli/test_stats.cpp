@@ -120,7 +120,7 @@ TEST_CASE("collector: a configured file's earlier lines are not this run's") {
     StatsCollector c(file);
     c.mark_start();
     append(file, kLineB);
-    CHECK(c.new_lines() == std::vector<std::string>{kLineB});
+    CHECK(c.new_lines().lines == std::vector<std::string>{kLineB});
 }
 
 TEST_CASE("collector: %p files, old and new") {
@@ -132,7 +132,7 @@ TEST_CASE("collector: %p files, old and new") {
     append(dir.path + "/s-200.jsonl", kLineB);
     append(dir.path + "/s-abc.jsonl", kLineB); // not a pid
     append(dir.path + "/other.jsonl", kLineB);
-    auto lines = c.new_lines();
+    auto lines = c.new_lines().lines;
     std::sort(lines.begin(), lines.end());
     std::vector<std::string> want{kLineB, kIdle};
     std::sort(want.begin(), want.end());
@@ -143,5 +143,55 @@ TEST_CASE("collector: no file at all is no lines") {
     TempDir dir;
     StatsCollector c(dir.path + "/never.jsonl");
     c.mark_start();
-    CHECK(c.new_lines().empty());
+    CHECK(c.new_lines().lines.empty());
+}
+
+namespace {
+const char *kOursA = R"({"pid":11,"run":"7f3a","regions":{"disk":1,"memory":0,"anon":0}})";
+const char *kOursNested = R"({"pid":12,"run":"7f3a/b01c","regions":{"disk":1,"memory":0,"anon":0}})";
+const char *kTheirs = R"({"pid":21,"run":"9e44","regions":{"disk":5,"memory":0,"anon":0}})";
+const char *kTheirsLookalike = R"({"pid":22,"run":"7f3ab","regions":{"disk":5,"memory":0,"anon":0}})";
+const char *kUntagged = R"({"pid":31,"regions":{"disk":3,"memory":0,"anon":0}})";
+} // namespace
+
+TEST_CASE("collector: with a run tag, another job's lines appended meanwhile are left out") {
+    TempDir dir;
+    std::string file = dir.path + "/shared.jsonl";
+    append(file, kTheirs); // before the run
+    StatsCollector c(file, "7f3a");
+    c.mark_start();
+    append(file, kTheirs); // during it, from another job
+    append(file, kOursA);
+    append(file, kTheirsLookalike);
+    append(file, kOursNested); // a `spillway run` inside this one
+    append(file, kUntagged);   // an older shim's, somebody else's: ours are tagged
+    CollectedStats got = c.new_lines();
+    CHECK(got.lines == std::vector<std::string>{kOursA, kOursNested});
+    CHECK_FALSE(got.fell_back);
+    CHECK(got.left_out == 3);
+}
+
+TEST_CASE("collector: no line with this run's tag but untagged ones: an older shim's, kept and said") {
+    CollectedStats got = lines_of_run({kTheirs, kUntagged, "{\"pid\":32,\"regions\""}, "7f3a");
+    // The torn line says nothing of whose it is: untagged, kept with the rest.
+    CHECK(got.lines == std::vector<std::string>{kUntagged, "{\"pid\":32,\"regions\""});
+    CHECK(got.fell_back);
+    CHECK(got.left_out == 1);
+
+    got = lines_of_run({kTheirs}, "7f3a"); // only other runs' lines: none is ours, nothing to fall back on
+    CHECK(got.lines.empty());
+    CHECK_FALSE(got.fell_back);
+    CHECK(got.left_out == 1);
+}
+
+TEST_CASE("collector: without a tag (a private file) every appended line is the run's") {
+    TempDir dir;
+    std::string file = dir.path + "/stats.jsonl";
+    StatsCollector c(file);
+    c.mark_start();
+    append(file, kTheirs);
+    append(file, kUntagged);
+    CollectedStats got = c.new_lines();
+    CHECK(got.lines == std::vector<std::string>{kTheirs, kUntagged});
+    CHECK_FALSE(got.fell_back);
 }

@@ -172,13 +172,16 @@ TEST_CASE("top: the memory cgroup is found and read for v1 and v2") {
     CHECK(version == 1);
     CHECK_FALSE(parse_cgroup_membership("3:cpu:/x\n", version, name));
 
-    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/job/a") == "/sys/fs/cgroup/memory/job/a");
-    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/", "/") == "/sys/fs/cgroup/memory");
-    CHECK(cgroup_dir("/sys/fs/cgroup", "/", "/") == "/sys/fs/cgroup");
-    // Docker, cgroup v1, no namespace: its own group is the mount's root.
-    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc") == "/sys/fs/cgroup/memory");
-    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/docker/abc/sub") == "/sys/fs/cgroup/memory/sub");
-    CHECK(cgroup_dir("/sys/fs/cgroup/memory", "/docker/abc", "/elsewhere") == "/sys/fs/cgroup/memory");
+    // Where the group's files are: test_cgroup_location.cpp. A sample keys
+    // its groups by directory; two whose files were not found stay two.
+    CgroupFigures found, lost_a, lost_b;
+    found.name = "/job";
+    found.dir = "/sys/fs/cgroup/job";
+    lost_a.name = "/../a";
+    lost_b.name = "/../b";
+    CHECK(cgroup_key(found) == "/sys/fs/cgroup/job");
+    CHECK(cgroup_key(lost_a) != cgroup_key(lost_b));
+    CHECK(cgroup_key(lost_a) != cgroup_key(found));
 
     CgroupFigures v1;
     parse_memory_stat("cache 10\nrss 20\nshmem 1\ndirty 2\nwriteback 3\npgmajfault 4\n"
@@ -420,6 +423,18 @@ TEST_CASE("top: rates come from two samples; the frame shows them, plainly witho
 
     JobSample none;
     CHECK(joined(render_frame(none, plain)).find("no process maps libspillway.so") != std::string::npos);
+
+    // A group outside what the tool sees: "?" and why, never figures.
+    JobSample elsewhere = second;
+    CgroupFigures &cg = elsewhere.cgroups[0].figures;
+    cg.name = "/../b";
+    cg.dir.clear();
+    cg.known = false;
+    cg.unlocated = "outside what this tool sees of the v1 memory hierarchy";
+    frame = joined(render_frame(elsewhere, plain));
+    CHECK(frame.find("cgroup /../b (v2): ? (outside what this tool sees of the v1 memory hierarchy)") != std::string::npos);
+    CHECK(frame.find("768MiB") == std::string::npos);
+    CHECK(frame.find("major faults/s") == std::string::npos);
 }
 
 TEST_CASE("top: a sample is one JSON line that reads back") {
@@ -434,6 +449,17 @@ TEST_CASE("top: a sample is one JSON line that reads back") {
     const Json &cg = items(member(*v, "cgroups")).at(0);
     CHECK(count(cg, "limit") == (1ull << 30));
     CHECK(count(cg, "usage") == (768ull << 20));
+    CHECK_FALSE(member(cg, "unlocated")); // only for a group whose files were not found
+
+    JobSample elsewhere = second;
+    elsewhere.cgroups[0].figures.dir.clear();
+    elsewhere.cgroups[0].figures.known = false;
+    elsewhere.cgroups[0].figures.unlocated = "outside";
+    auto e = parse_object(sample_json(elsewhere, 500'000'000));
+    REQUIRE(e);
+    const Json &ecg = items(member(*e, "cgroups")).at(0);
+    CHECK_FALSE(boolean(member(ecg, "known"))); // `report` leaves it out
+    CHECK(text(member(ecg, "unlocated")) == "outside");
     const Json &p = items(member(*v, "processes")).at(0);
     CHECK(count(p, "pid") == 4242);
     CHECK(text(member(p, "rank")) == "1");

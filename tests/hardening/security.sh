@@ -154,7 +154,7 @@ refused "a regular file" 'not a directory|cannot create' "$work/afile"
 
 # Only documented environment variables are named by the library.
 # Both files of the shim: the preloaded front and the engine beside it.
-documented="SPILLWAY_CONFIG SPILLWAY_DIR SPILLWAY_LOG SPILLWAY_ON_ERROR SPILLWAY_POLICY SPILLWAY_STATS SPILLWAY_THRESHOLD SPILLWAY_PREPARED SPILLWAY_CHECKED"
+documented="SPILLWAY_CONFIG SPILLWAY_DIR SPILLWAY_LOG SPILLWAY_ON_ERROR SPILLWAY_POLICY SPILLWAY_STATS SPILLWAY_STATS_RUN SPILLWAY_THRESHOLD SPILLWAY_PREPARED SPILLWAY_CHECKED"
 libs=("$lib" "$(dirname "$lib")/libspillway_engine.so")
 [ -f "${libs[1]}" ] || bad "no libspillway_engine.so beside $lib"
 for v in $(strings "${libs[@]}" | grep -oE 'SPILLWAY_[A-Z_]+' | sort -u); do

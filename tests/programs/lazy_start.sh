@@ -44,6 +44,19 @@ grep -q '"regions":{"disk":0' "$dir"/stats-* || fail "SPILLWAY_STATS: no line fr
 grep -qF "\"cmd\":\"$prog idle absent\"" "$dir"/stats-* || fail "SPILLWAY_STATS: the line's cmd is not '$prog idle absent': $(cat "$dir"/stats-*)"
 echo "engine: not loaded without settings, nor with the variables (judged by the front)"
 
+# The run tag (stats_run.h) in a line the front writes: from the variable,
+# and from a config judged before (its verdict keeps the tag).
+LD_PRELOAD="$lib" SPILLWAY_STATS="$dir/tagged-%p" SPILLWAY_STATS_RUN=job/42 "$prog" idle absent ||
+    fail "SPILLWAY_STATS_RUN set: the engine was loaded before its first use"
+grep -q '^{"pid":[0-9]*,"run":"job/42","cmd":' "$dir"/tagged-* || fail "SPILLWAY_STATS_RUN: the front's line lacks the tag: $(cat "$dir"/tagged-*)"
+tagged_cfg=$dir/tagged.toml
+printf '# %s\n[stats]\nfile = "%s"\nrun = "from-config"\n' "$dir" "$dir/cfgtag-%p" >"$tagged_cfg"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$tagged_cfg" "$prog" idle present || fail "a new config with stats.run: the engine did not judge it"
+LD_PRELOAD="$lib" SPILLWAY_CONFIG="$tagged_cfg" "$prog" idle absent || fail "a config with stats.run judged before: the engine was loaded"
+[ "$(cat "$dir"/cfgtag-* | grep -c '"run":"from-config"')" = 2 ] ||
+    fail "stats.run: not in both lines (the engine's, then the front's from the cached verdict): $(cat "$dir"/cfgtag-*)"
+echo "run tag: in the front's lines, from the variable and from a cached config"
+
 # A config file: judged by the engine the first time (then cached), not loaded after.
 cfg=$dir/job.toml
 printf '# %s\nthreshold = "2MiB"\n' "$dir" >"$cfg"

@@ -254,3 +254,50 @@ TEST_CASE("threshold origin: a config without the key leaves it not given, and p
     CHECK(t_back.threshold_origin == ThresholdOrigin::config);
     CHECK(t_back.threshold == kDefaultThreshold);
 }
+
+TEST_CASE("stats.run: read, printed back when set, and checked") {
+    Settings s;
+    REQUIRE_FALSE(parse_config_text("[stats]\nfile = \"/var/log/s.jsonl\"\nrun = \"nightly-2/a_b.c\"\n", "job.toml", s));
+    CHECK(s.stats_run == "nightly-2/a_b.c");
+    Settings again;
+    REQUIRE_FALSE(parse_config_text(describe_settings(s), "echo.toml", again));
+    CHECK(again.stats_run == "nightly-2/a_b.c");
+    CHECK(Settings{}.stats_run.empty());
+    CHECK(describe_settings(Settings{}).find("run =") == std::string::npos); // unset: not printed
+
+    Settings empty;
+    REQUIRE_FALSE(parse_config_text("[stats]\nrun = \"\"\n", "job.toml", empty)); // empty: no tag
+    CHECK(empty.stats_run.empty());
+
+    std::string e = parse_error("[stats]\nfile = \"/tmp/s\"\nrun = \"two words\"");
+    CHECK(e.find("job.toml:3") == 0);
+    CHECK(e.find("key 'stats.run'") != std::string::npos);
+    CHECK(e.find("letters, digits") != std::string::npos);
+    CHECK(e.find("got \"two words\"") != std::string::npos);
+    e = parse_error("[stats]\nrun = \"quote\\\"d\"");
+    CHECK(e.find("key 'stats.run'") != std::string::npos);
+    e = parse_error("[stats]\nrun = 7");
+    CHECK(e.find("key 'stats.run'") != std::string::npos);
+    CHECK(e.find("expected a string") != std::string::npos);
+    e = parse_error("[stats]\nrun = \"" + std::string(257, 'a') + "\"");
+    CHECK(e.find("at most 256") != std::string::npos);
+    CHECK(parse_error("[stats]\nrun = \"" + std::string(256, 'a') + "\"").empty());
+    e = parse_error("[stats]\nrun = \"a\\nb\"");
+    CHECK(e.find('\n') == std::string::npos);
+}
+
+TEST_CASE("stats.run: SPILLWAY_STATS_RUN overrides the config's, and is checked") {
+    std::map<std::string, std::string> env = {{"SPILLWAY_STATS_RUN", "outer/1f2e"}};
+    auto lookup = [&](const char *name) -> const char * {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+    };
+    Settings s;
+    REQUIRE_FALSE(load_settings(s, lookup));
+    CHECK(s.stats_run == "outer/1f2e");
+    env["SPILLWAY_STATS_RUN"] = "a b";
+    Settings bad;
+    auto err = load_settings(bad, lookup);
+    REQUIRE(err);
+    CHECK(err->find("SPILLWAY_STATS_RUN") != std::string::npos);
+}

@@ -49,7 +49,7 @@ std::string engine_says(const Env &env) {
 TEST_CASE("env_overrides: good variables override the settings") {
     SimpleSettings s;
     CHECK(judge({{"SPILLWAY_DIR", "/srv/spill"}, {"SPILLWAY_THRESHOLD", "8MiB"}, {"SPILLWAY_POLICY", "memory"},
-                 {"SPILLWAY_LOG", "warning"}, {"SPILLWAY_STATS", "/tmp/s-%p"}},
+                 {"SPILLWAY_LOG", "warning"}, {"SPILLWAY_STATS", "/tmp/s-%p"}, {"SPILLWAY_STATS_RUN", "job-7/3fa9"}},
                 &s) == "");
     CHECK(std::string(s.spill_dir) == "/srv/spill");
     CHECK(s.spill_dir_given);
@@ -58,6 +58,7 @@ TEST_CASE("env_overrides: good variables override the settings") {
     CHECK(s.policy == Policy::memory);
     CHECK(s.log_level == LogLevel::warn);
     CHECK(std::string(s.stats_file) == "/tmp/s-%p");
+    CHECK(std::string(s.stats_run) == "job-7/3fa9");
 }
 
 TEST_CASE("env_overrides: an empty variable is unset") {
@@ -79,6 +80,9 @@ TEST_CASE("env_overrides: each bad variable's line, the same as the engine's") {
         {{"SPILLWAY_POLICY", "x\ny"}},
         {{"SPILLWAY_LOG", "loud"}},
         {{"SPILLWAY_DIR", "relative/dir"}},
+        {{"SPILLWAY_STATS_RUN", "has space"}},
+        {{"SPILLWAY_STATS_RUN", "quote\"d"}},
+        {{"SPILLWAY_STATS_RUN", std::string(257, 'r')}},
         {{"SPILLWAY_THRESHOLD", "bogus"}, {"SPILLWAY_POLICY", "x"}, {"SPILLWAY_DIR", "rel"}}, // the first, in order
         {{"SPILLWAY_POLICY", "x"}, {"SPILLWAY_DIR", "rel"}},
     };
@@ -92,6 +96,9 @@ TEST_CASE("env_overrides: each bad variable's line, the same as the engine's") {
     CHECK(judge({{"SPILLWAY_THRESHOLD", "1KiB"}}) == "environment: SPILLWAY_THRESHOLD: must be at least 64KiB, got 1KiB");
     CHECK(judge({{"SPILLWAY_POLICY", "x\ny"}}) ==
           "environment: SPILLWAY_POLICY: expected one of disk, memory, anon, auto, got \"x\\ny\"");
+    CHECK(judge({{"SPILLWAY_STATS_RUN", "a\nb"}}) ==
+          "environment: SPILLWAY_STATS_RUN: expected at most 256 letters, digits, '.', '_', '-' or '/' (a tag that "
+          "marks this job's lines in the stats file), got \"a\\nb\"");
     CHECK(judge({{"SPILLWAY_DIR", "rel"}}) ==
           "(defaults): key 'spill.dir': expected an absolute directory path, got \"rel\"");
     CHECK(judge({{"SPILLWAY_THRESHOLD", "bogus"}, {"SPILLWAY_POLICY", "x"}}).find("SPILLWAY_THRESHOLD") == 13);

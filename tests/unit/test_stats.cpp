@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 using namespace spillway;
 
@@ -34,14 +35,17 @@ TEST_CASE("stats are one JSON object per process, appended") {
 
     char tmpl[] = "/tmp/spillway-stats.XXXXXX";
     std::string dir = mkdtemp(tmpl);
-    stats_write_at_exit(dir + "/s.jsonl");
-    stats_write_at_exit(dir + "/s.jsonl");
-    stats_write_at_exit(dir + "/p-%p.jsonl");
+    stats_write_at_exit(dir + "/s.jsonl", "");
+    stats_write_at_exit(dir + "/s.jsonl", "nightly/9c1e");
+    stats_write_at_exit(dir + "/p-%p.jsonl", "");
     std::ifstream in(dir + "/s.jsonl");
     std::string line;
-    int lines = 0;
-    while (std::getline(in, line)) lines++;
-    CHECK(lines == 2);
+    std::vector<std::string> lines;
+    while (std::getline(in, line)) lines.push_back(line);
+    CHECK(lines.size() == 2);
+    // The run tag right after the pid, only when given (stats_run.h).
+    CHECK(lines[0].find("\"run\"") == std::string::npos);
+    CHECK(lines[1].find("\"pid\":" + std::to_string(getpid()) + ",\"run\":\"nightly/9c1e\",\"cmd\":") == 1);
     CHECK(std::ifstream(dir + "/p-" + std::to_string(getpid()) + ".jsonl").good());
     std::system(("rm -rf " + dir).c_str());
 }

@@ -48,6 +48,7 @@ ConfigVerdict verdict(uint64_t threshold) {
     v.spill_dir = "/data/spill";
     v.log_file = "/var/log/job.log";
     v.stats_file = "";
+    v.stats_run = "nightly/7";
     return v;
 }
 
@@ -89,6 +90,7 @@ TEST_CASE("verdict_cache: a stored verdict is found for the same bytes and engin
     CHECK(std::string(v.spill_dir) == "/data/spill");
     CHECK(std::string(v.log_file) == "/var/log/job.log");
     CHECK(std::string(v.stats_file).empty());
+    CHECK(std::string(v.stats_run) == "nightly/7"); // the front writes it into a lazy process's line
     free(storage);
 }
 
@@ -268,4 +270,34 @@ TEST_CASE("verdict_cache: a config that names no threshold is stored as such (de
     ConfigVerdict got;
     REQUIRE(lookup(t, engine(), text, &got));
     CHECK_FALSE(got.threshold_given);
+}
+
+TEST_CASE("verdict_cache: stats.run is kept; without it an entry is laid out as an older build's") {
+    Scratch t;
+    std::string text = "[stats]\nfile = \"/tmp/s\"\n";
+    ConfigVerdict v = verdict(2 << 20);
+    v.stats_file = "/tmp/s";
+    v.stats_run = "";
+    verdict_cache_store(t.cache.c_str(), engine(), text.data(), text.size(), v);
+    struct stat st;
+    REQUIRE(stat(t.file().c_str(), &st) == 0);
+    // The 8-byte magic, then the 88-byte head, the text and three strings
+    // with their NULs, padded to 8: what a build before stats.run wrote
+    // and reads, so builds of both ages keep each other's entries.
+    size_t old_layout = 88 + text.size() + strlen(v.spill_dir) + 1 + strlen(v.log_file) + 1 + strlen(v.stats_file) + 1;
+    CHECK((size_t)st.st_size == 8 + ((old_layout + 7) & ~size_t(7)));
+    ConfigVerdict got;
+    void *storage = nullptr;
+    REQUIRE(verdict_cache_lookup(t.cache.c_str(), engine(), text.data(), text.size(), &got, &storage));
+    CHECK(std::string(got.stats_run).empty());
+    CHECK(std::string(got.stats_file) == "/tmp/s");
+    free(storage);
+
+    std::string tagged = text + "run = \"nightly\"\n";
+    v.stats_run = "nightly";
+    verdict_cache_store(t.cache.c_str(), engine(), tagged.data(), tagged.size(), v);
+    REQUIRE(verdict_cache_lookup(t.cache.c_str(), engine(), tagged.data(), tagged.size(), &got, &storage));
+    CHECK(std::string(got.stats_run) == "nightly");
+    free(storage);
+    CHECK(lookup(t, engine(), text)); // the older-layout entry, still read after the newer one
 }

@@ -1,12 +1,12 @@
 // cgroup_figures.cpp — see cgroup_figures.h.
 #include "cgroup_figures.h"
 
+#include "cgroup_location.h"
 #include "proc_figures.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <sstream>
 #include <vector>
 
 namespace spillway::cli {
@@ -25,30 +25,6 @@ std::vector<std::string_view> lines_of(std::string_view text) {
     return out;
 }
 
-struct Mount {
-    std::string point, root; // root: the hierarchy's directory mounted there ("/" unless a container's)
-};
-
-// Mount points of the v1 memory hierarchy and of cgroup2, from mountinfo.
-void mount_points(Mount &v1_memory, Mount &v2) {
-    std::string text = read_text("/proc/self/mountinfo"); // outlives the views into it
-    for (std::string_view line : lines_of(text)) {
-        size_t dash = line.find(" - ");
-        if (dash == std::string_view::npos) continue;
-        std::istringstream pre{std::string(line.substr(0, dash))}, post{std::string(line.substr(dash + 3))};
-        std::string id, parent, devno, root, point, fstype, source, options;
-        pre >> id >> parent >> devno >> root >> point;
-        post >> fstype >> source >> options;
-        if (fstype == "cgroup2" && v2.point.empty()) v2 = Mount{point, root};
-        if (fstype == "cgroup" && v1_memory.point.empty()) {
-            std::istringstream opts(options);
-            std::string o;
-            while (std::getline(opts, o, ','))
-                if (o == "memory") v1_memory = Mount{point, root};
-        }
-    }
-}
-
 uint64_t number_in(const std::string &path, bool &ok) {
     std::string t = read_text(path, &ok);
     if (!ok) return 0;
@@ -58,13 +34,7 @@ uint64_t number_in(const std::string &path, bool &ok) {
 
 } // namespace
 
-std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name) {
-    if (root == "/") return name == "/" ? point : point + name;
-    // A container sees its own group mounted as the hierarchy's root.
-    if (name == root) return point;
-    if (name.rfind(root + "/", 0) == 0) return point + name.substr(root.size());
-    return point; // a name from outside what is mounted here: the mount is the group we are in
-}
+std::string cgroup_key(const CgroupFigures &c) { return c.dir.empty() ? "?" + c.name : c.dir; }
 
 bool parse_cgroup_membership(std::string_view text, int &version, std::string &name) {
     bool found_v2 = false;
@@ -145,15 +115,10 @@ CgroupFigures locate_cgroup(pid_t pid) {
         c.version = 0;
         return c;
     }
-    Mount v1_memory, v2;
-    mount_points(v1_memory, v2);
-    const Mount &m = c.version == 1 ? v1_memory : v2;
-    if (m.point.empty()) {
-        c.version = 0;
-        return c;
-    }
-    c.dir = cgroup_dir(m.point, m.root, c.name);
-    c.mount = m.point;
+    CgroupPlace place = place_cgroup(pid, c.version, c.name);
+    c.dir = place.dir;
+    c.mount = place.mount;
+    c.unlocated = place.why_unknown;
     return c;
 }
 
@@ -176,7 +141,8 @@ static uint64_t v2_limit_of(const std::string &dir) {
 }
 
 void read_cgroup_figures(CgroupFigures &c) {
-    if (c.version == 0) return;
+    c.known = false;
+    if (c.version == 0 || c.dir.empty()) return; // unlocated: no figures rather than another group's
     bool ok = false;
     if (c.version == 1) {
         c.usage = number_in(c.dir + "/memory.usage_in_bytes", ok);

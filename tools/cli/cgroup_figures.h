@@ -4,9 +4,9 @@
 //
 // Where: /proc/PID/cgroup names the group; a v1 "memory" line wins (the
 // memory controller is there on a hybrid host), else the v2 "0::" line.
-// The hierarchy's mount points come from /proc/self/mountinfo; inside a
-// container without a cgroup namespace the mount's root is the container's
-// own group, which the name then starts with.
+// Its files are found by cgroup_location.h, or not: a group outside what
+// this tool can see is unknown (unlocated says why), never shown with the
+// figures of another group.
 //
 // Invariant: a figure the kernel does not offer is absent (known = false,
 // or psi_scope empty), never zero; v1 has no per-group PSI, so there the
@@ -22,8 +22,9 @@ namespace spillway::cli {
 
 struct CgroupFigures {
     std::string name; // as /proc/PID/cgroup shows it, e.g. "/job" ("/" for the root)
-    std::string dir;  // where its files are
+    std::string dir;  // where its files are; empty when unlocated
     int version = 0;  // 1 or 2; 0 when not found
+    std::string unlocated; // why its files could not be found (one line); empty when found
     bool known = false;
     std::string mount; // the hierarchy's mount point: where a walk up the ancestors stops
     // limit: the lowest of this group's and its ancestors' (a Slurm step's or
@@ -40,9 +41,9 @@ CgroupFigures locate_cgroup(pid_t pid);
 // Reads the figures of a located cgroup.
 void read_cgroup_figures(CgroupFigures &c);
 
-// Where the files of group `name` are, for a hierarchy whose directory
-// `root` is mounted at `point` (mountinfo's fields 4 and 5).
-std::string cgroup_dir(const std::string &point, const std::string &root, const std::string &name);
+// Its key among a sample's groups: the directory, or for a group whose
+// files were not found, its name (two unknown groups stay two).
+std::string cgroup_key(const CgroupFigures &c);
 
 // The lowest limit of a group and its ancestors (0: none), from the group's
 // limit and a reader of any directory's limit (0: none or unreadable); dir

@@ -59,9 +59,9 @@ void derive(JobSample &now, const JobSample &previous) {
             p.bytes_per_fault = (double)(b.read_bytes - a.read_bytes) / (double)faults;
     }
     std::map<std::string, const CgroupSample *> cg_before;
-    for (const CgroupSample &c : previous.cgroups) cg_before[c.figures.dir] = &c;
+    for (const CgroupSample &c : previous.cgroups) cg_before[cgroup_key(c.figures)] = &c;
     for (CgroupSample &c : now.cgroups) {
-        auto it = cg_before.find(c.figures.dir);
+        auto it = cg_before.find(cgroup_key(c.figures));
         if (dt <= 0 || it == cg_before.end() || !c.figures.known || !it->second->figures.known) continue;
         const CgroupFigures &a = it->second->figures, &b = c.figures;
         c.majfault_per_s = b.majfault >= a.majfault ? (b.majfault - a.majfault) / dt : 0;
@@ -104,7 +104,7 @@ JobSample JobSampler::take() {
                 if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(region_sample(r, vmas));
         }
         p.cgroup = cg.name;
-        if (cg.version && !groups.count(cg.dir)) groups[cg.dir] = cg;
+        if (cg.version && !groups.count(cgroup_key(cg))) groups[cgroup_key(cg)] = cg;
         s.processes.push_back(std::move(p));
     }
     for (auto &[dir, cg] : groups) {
@@ -145,7 +145,7 @@ std::string sample_json(const JobSample &s, uint64_t start_ns) {
                n(c.limit) + ",\"anon\":" + n(c.anon) + ",\"file\":" + n(c.file) + ",\"shmem\":" + n(c.shmem) +
                ",\"dirty\":" + n(c.dirty) + ",\"writeback\":" + n(c.writeback) + ",\"majfault_s\":" +
                rate(s.cgroups[i].majfault_per_s) + ",\"refault_s\":" + rate(s.cgroups[i].refault_per_s) +
-               ",\"psi\":" + psi + "}";
+               ",\"psi\":" + psi + (c.unlocated.empty() ? "" : ",\"unlocated\":" + json_quote(c.unlocated)) + "}";
     }
     out += "],\"processes\":[";
     for (size_t i = 0; i < s.processes.size(); i++) {

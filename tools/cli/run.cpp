@@ -19,6 +19,7 @@
 #include "library_locator.h"
 #include "preload_env.h"
 #include "recorder.h"
+#include "run_tag.h"
 #include "settings_check.h"
 #include "settings_source.h"
 #include "size_parse.h"
@@ -241,11 +242,19 @@ int run_command(const Args &args) {
         for (const std::string &k : prepared.kept) warn("run", "could not remove stale file " + k + " (the job runs; remove it by hand to free its disk space)");
     }
 
+    // Every stats line of the job carries this tag, so that other jobs'
+    // lines in a stats file they share are told apart (run_tag.h).
+    RunTag tag = new_run_tag(settings.stats_run);
+    if (!tag.error.empty()) return fail("run", tag.error);
     const char *user_config = opts.overlay.lookup("SPILLWAY_CONFIG");
     ChildConfig config = compose_child_config(settings, user_config ? user_config : "", config_text);
     if (!config.error.empty()) return fail("run", config.error);
     if (!config.config_path.empty()) child_env["SPILLWAY_CONFIG"] = config.config_path;
     if (!config.stats_pattern.empty()) child_env["SPILLWAY_STATS"] = config.stats_pattern;
+    // A variable, not a key in the child's config: the user's own config
+    // (their [stats] file) is handed over unchanged, and a shim older than
+    // the tag ignores a variable it does not know but would refuse the key.
+    child_env["SPILLWAY_STATS_RUN"] = tag.tag;
     child_env["LD_PRELOAD"] = compose_ld_preload(library.found, getenv("LD_PRELOAD"));
     mark_settings_judged(settings, config.text, child_env);
 
@@ -263,11 +272,14 @@ int run_command(const Args &args) {
     // reaps them (child_process.cpp).
     bool recording = !opts.record_path.empty();
     if (recording) prctl(PR_SET_CHILD_SUBREAPER, 1);
-    StatsCollector stats(config.stats_pattern);
+    // Our private file holds only the job's lines; a configured one may
+    // hold other jobs' too, told apart by the tag.
+    StatsCollector stats(config.stats_pattern, config.stats_are_ours ? "" : tag.tag);
     stats.mark_start();
     ChildOutcome outcome = run_child(opts.command, child_environment(child_env),
                                      [&recorder](pid_t) { recorder.start(getpid()); });
-    std::vector<std::string> stats_lines = stats.new_lines();
+    CollectedStats collected = stats.new_lines();
+    const std::vector<std::string> &stats_lines = collected.lines;
     recorder.finish(stats_lines, outcome.status, outcome.signal);
     if (outcome.exec_error) {
         remove_child_config(config);
@@ -279,6 +291,11 @@ int run_command(const Args &args) {
         std::string where = config.stats_are_ours ? "spill dir " + prepared.dir.path
                                                   : "stats in " + config.stats_pattern;
         for (const std::string &line : render_summary(summary, where)) std::cerr << line << "\n";
+        if (collected.fell_back)
+            std::cerr << "spillway:   warning: no line in " << config.stats_pattern
+                      << " carries this run's tag (the shim predates it?), so these figures count every untagged "
+                         "line appended during the run, other jobs' included; use the libspillway.so built with "
+                         "this tool, or a stats file of this job's own\n";
     }
     remove_child_config(config);
     return outcome.status;

@@ -1,6 +1,10 @@
 // stats_collect.cpp — see stats_collect.h.
 #include "stats_collect.h"
 
+#include "json.h"
+#include "run_tag.h"
+#include "stats_format.h"
+
 #include <cctype>
 #include <dirent.h>
 #include <fstream>
@@ -8,7 +12,8 @@
 
 namespace spillway::cli {
 
-StatsCollector::StatsCollector(std::string pattern) : pattern_(std::move(pattern)) {}
+StatsCollector::StatsCollector(std::string pattern, std::string run_tag)
+    : pattern_(std::move(pattern)), run_tag_(std::move(run_tag)) {}
 
 static long long file_size(const std::string &path) {
     struct stat st;
@@ -52,7 +57,26 @@ std::map<std::string, long long> StatsCollector::matching_files() const {
 
 void StatsCollector::mark_start() { before_ = matching_files(); }
 
-std::vector<std::string> StatsCollector::new_lines() const {
+CollectedStats lines_of_run(const std::vector<std::string> &appended, const std::string &run_tag) {
+    CollectedStats out;
+    std::vector<std::string> untagged;
+    for (const std::string &line : appended) {
+        auto v = parse_object(line);
+        const Json *tag = v ? member(*v, stats_key::run) : nullptr;
+        // A line cut short or damaged says nothing of whose it is: it
+        // counts as untagged, kept only when falling back.
+        if (!tag || !tag->is_string()) untagged.push_back(line);
+        else if (tag_is_of_run(tag->get<std::string>(), run_tag)) out.lines.push_back(line);
+    }
+    if (out.lines.empty() && !untagged.empty()) {
+        out.lines = std::move(untagged);
+        out.fell_back = true;
+    }
+    out.left_out = appended.size() - out.lines.size();
+    return out;
+}
+
+CollectedStats StatsCollector::new_lines() const {
     std::vector<std::string> lines;
     for (const auto &[path, size] : matching_files()) {
         auto old = before_.find(path);
@@ -64,7 +88,8 @@ std::vector<std::string> StatsCollector::new_lines() const {
         while (std::getline(in, line))
             if (!line.empty()) lines.push_back(line);
     }
-    return lines;
+    if (run_tag_.empty()) return CollectedStats{std::move(lines)};
+    return lines_of_run(lines, run_tag_);
 }
 
 } // namespace spillway::cli

@@ -31,6 +31,10 @@ std::string pair_text(uint64_t resident, uint64_t reserved) {
 void cgroup_lines(const CgroupSample &cs, const FrameStyle &st, std::vector<std::string> &out) {
     const CgroupFigures &c = cs.figures;
     std::string head = "cgroup " + c.name + " (v" + std::to_string(c.version) + "): ";
+    if (!c.unlocated.empty()) { // never another group's figures in its place
+        out.push_back(head + "? (" + c.unlocated + ")");
+        return;
+    }
     if (!c.known) {
         out.push_back(head + "usage unreadable (" + c.dir + "): run as root, or check the job still runs");
         return;

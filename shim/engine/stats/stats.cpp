@@ -99,7 +99,7 @@ static std::string command_line() {
     return buf;
 }
 
-std::string stats_json() {
+std::string stats_json(const std::string &run_tag) {
     namespace key = stats_key;
     // ,"name": (every member after the first)
     auto member = [](const char *name) { return std::string(",\"") + name + "\":"; };
@@ -109,8 +109,9 @@ std::string stats_json() {
             o += std::string(b ? ",\"" : "\"") + key::kBackings[b] + "\":" + std::to_string(v[b + 1].load());
         return o + "}";
     };
-    std::string out = std::string("{\"") + key::pid + "\":" + std::to_string(getpid()) + member(key::cmd) +
-                      json_quote(command_line());
+    std::string out = std::string("{\"") + key::pid + "\":" + std::to_string(getpid());
+    if (!run_tag.empty()) out += member(key::run) + json_quote(run_tag);
+    out += member(key::cmd) + json_quote(command_line());
     // A rank of a distributed job (torchrun's variables), so a summary can
     // name the process by it. Read at exit, on the exiting thread.
     if (const char *v = getenv("RANK")) out += member(key::rank) + json_quote(v);
@@ -148,7 +149,7 @@ std::string stats_json() {
     return out;
 }
 
-void stats_write_at_exit(const std::string &pattern) {
+void stats_write_at_exit(const std::string &pattern, const std::string &run_tag) {
     if (pattern.empty()) return;
     std::string path;
     for (size_t i = 0; i < pattern.size(); i++) {
@@ -159,7 +160,7 @@ void stats_write_at_exit(const std::string &pattern) {
             path += pattern[i];
         }
     }
-    std::string line = stats_json() + "\n";
+    std::string line = stats_json(run_tag) + "\n";
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) return;
     ssize_t ignored = write(fd, line.data(), line.size());

@@ -60,9 +60,10 @@ void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint
 void stats_after_fork_child();
 
 // JSON object for this process (the per-site part comes from callsite.h),
-// with "rank" and "local_rank" when RANK / LOCAL_RANK are set.
-std::string stats_json();
-// Appends stats_json() to the configured file; no-op without one.
-void stats_write_at_exit(const std::string &file_pattern);
+// with "run" when a run tag is given (stats_run.h), "rank" and
+// "local_rank" when RANK / LOCAL_RANK are set.
+std::string stats_json(const std::string &run_tag = "");
+// Appends stats_json(run_tag) to the configured file; no-op without one.
+void stats_write_at_exit(const std::string &file_pattern, const std::string &run_tag);
 
 } // namespace spillway

@@ -548,10 +548,17 @@ TEST_CASE("top: a disk region's resident is its page cache as the shim measured 
     RegionSample c = region_sample(copy, child);
     CHECK(c.resident == 4u << 20);
     CHECK_FALSE(c.cache_counted);
-    // Memory and anon regions: Rss, a cache figure or not.
+    // A memory (memfd) region: its pages in the memfd, as a disk region's
+    // in the page cache (a page unmapped by MADV_DONTNEED stays, charged).
     LiveRegionView memory = measured;
     memory.backing = "memory";
-    CHECK(region_sample(memory, vmas).resident == 1u << 20);
+    CHECK(region_sample(memory, vmas).resident == 64u << 20);
+    CHECK(region_sample(memory, vmas).cache_counted);
+    // An anonymous region has no file to measure: Rss, a figure or not.
+    LiveRegionView anon = measured;
+    anon.backing = "anon";
+    CHECK(region_sample(anon, vmas).resident == 1u << 20);
+    CHECK_FALSE(region_sample(anon, vmas).cache_counted);
 
     JobSample s;
     s.mono_ns = 1;

@@ -232,7 +232,7 @@ TEST_CASE("the sampler's tick writes the snapshot into a memfd of this process's
     close(stolen);
 }
 
-TEST_CASE("the sampler's tick measures a disk region's page cache, mapped or not") {
+TEST_CASE("the sampler's tick measures a disk or memfd region's pages in its file, mapped or not") {
     test::bring_up();
     sampler_hold(true); // ticks by hand (see above)
     struct Release {
@@ -240,11 +240,13 @@ TEST_CASE("the sampler's tick measures a disk region's page cache, mapped or not
     } release;
     const size_t n = 8 << 20;
     bool use_small = false;
-    char *p = (char *)large_alloc(n, 0, SPILLWAY_PREFER_DISK, &use_small);
+    auto [prefer, backing] = GENERATE(std::make_pair(SPILLWAY_PREFER_DISK, Backing::disk),
+                                      std::make_pair(SPILLWAY_PREFER_MEMORY, Backing::memory));
+    char *p = (char *)large_alloc(n, 0, prefer, &use_small);
     REQUIRE(p);
     Region *r = arena::region_at(p);
     REQUIRE(r);
-    REQUIRE(r->backing == Backing::disk);
+    REQUIRE(r->backing == backing);
     memset(p, 7, n);
     // The job's own MADV_DONTNEED (or the pacer's): the pages leave the
     // mapping and stay in the page cache, dirty until written back.

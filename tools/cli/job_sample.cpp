@@ -24,7 +24,7 @@ RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas
         // A private copy's own memory is what it copied on write; the rest
         // of its Rss is the parent's pages, counted there.
         s.resident = anonymous_in(vmas, r.start, r.len);
-    } else if (r.backing == stats_key::kBackings[0] && r.cache_known) {
+    } else if ((r.backing == stats_key::kBackings[0] || r.backing == stats_key::kBackings[1]) && r.cache_known) {
         s.resident = std::max(r.cached, s.mapped);
         s.cache_counted = true;
     } else {

@@ -4,8 +4,9 @@
 // per fault, and per memory cgroup its figures. `spillway top` draws it;
 // `spillway run --record` writes it as a JSON line.
 //
-// A disk region's resident bytes are its page cache as the shim measured it
-// (cachestat, Linux 6.5+), not only what is mapped: region_sample().
+// A disk or memory region's resident bytes are its pages in its file (page
+// cache, or the memfd) as the shim measured them (cachestat, Linux 6.5+),
+// not only what is mapped: region_sample().
 //
 // Rates come from the previous sample of the same sampler (first sample:
 // unknown, shown as "-"); bytes read per major fault is the process's
@@ -34,14 +35,15 @@ struct RegionSample {
     LiveRegionView live;
     uint64_t resident = 0; // what the region holds in memory: region_resident()
     uint64_t mapped = 0;   // its range's Rss in smaps now
-    // Whether resident counts a disk region's page cache (the shim measured
-    // it); false for a disk region means mapped pages only (a kernel before
-    // 6.5, a shim older than the figure), which is less than it holds.
+    // Whether resident counts the region's pages in its file (the shim
+    // measured them); false for a disk or memory region means mapped pages
+    // only (a kernel before 6.5, a shim older than the figure), which can
+    // be less than it holds.
     bool cache_counted = false;
 };
 
 // A region's sample from its snapshot entry and the process's mappings now.
-// A disk region (shared): the larger of its page cache as the shim measured
+// A disk or memory region (shared): the larger of its pages in its file as the shim measured
 // it (up to a second old) and its Rss now. Every mapped page of a shared
 // file mapping is in the cache, so Rss is a floor of the cache now; the
 // cache also holds the pages the shim unmapped (writeback pacer, probes)

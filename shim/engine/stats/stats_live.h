@@ -6,7 +6,7 @@
 // What it carries is what only the shim knows: each region's address range,
 // backing (and, while a move is under way, where it is going), the
 // detector's phase and the advice in force, the pages it faulted in per
-// second, and for a disk region its spill file range's page cache (bytes
+// second, and for a disk or memory region its file range's pages (bytes
 // cached and dirty, cachestat(2)): the pages the shim unmapped and the
 // read-ahead stay cached and are charged to the cgroup, so the mapped
 // pages a reader finds in /proc (Rss) say less than the region holds, and
@@ -53,7 +53,7 @@ struct LiveRegion {
     uint8_t backing = 0, phase = 0;
     uint8_t moving_to = 0; // a move under way takes it there (Backing; 0: none)
     bool is_private = false; // a fork child's copy-on-write view of an inherited region
-    // Its spill file range's page cache, when measured (a disk region, not
+    // Its file range's pages in memory, when measured (a disk or memfd region, not
     // private, cachestat answered): written as "cached" and "dirty".
     bool cache_known = false;
     uint64_t cached = 0, dirty = 0; // bytes

@@ -45,15 +45,7 @@ echo $((300 << 20)) >"$group/b/$limit_file" || fail "cannot set b's limit"
 mkdir "$job_mount"
 
 # The job: a 16 MiB disk region under the shim, until told to stop.
-cat >"$SCRATCH/job.py" <<'PY'
-import os, sys, time
-b = bytearray(16 << 20)
-for i in range(0, len(b), 4096): b[i] = 1
-open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-deadline = time.time() + 60
-while not os.path.exists(sys.argv[2]) and time.time() < deadline: time.sleep(0.05)
-PY
+write_region_job "$SCRATCH/job.py"
 job_env="LD_PRELOAD=$library SPILLWAY_DIR=$SCRATCH/spill SPILLWAY_THRESHOLD=1MiB"
 wait_pid() { for _ in $(seq 100); do [ -s "$1" ] && break; sleep 0.1; done; [ -s "$1" ] || fail "the job did not start"; cat "$1"; }
 # `spillway top --once` from group a, in a cgroup namespace rooted there.

@@ -19,19 +19,9 @@ py=/usr/bin/python3
 
 # The job: a 16 MiB bytearray (a disk region at a 1 MiB threshold), touched
 # at random until told to stop.
-cat >"$SCRATCH/job.py" <<'PY'
-import os, random, sys, time
-b = bytearray(16 << 20)
-for i in range(0, len(b), 4096): b[i] = 1
-open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
-deadline = time.time() + 60
-while not os.path.exists(sys.argv[2]) and time.time() < deadline:
-    for _ in range(500): b[random.randrange(len(b))] += 1
-    time.sleep(0.02)
-PY
+write_region_job "$SCRATCH/job.py"
 RANK=2 LOCAL_RANK=0 "$spillway" run -q --dir "$spill" --threshold 1MiB -- \
-    "$py" "$SCRATCH/job.py" "$SCRATCH/pid" "$SCRATCH/stop" &
+    "$py" "$SCRATCH/job.py" "$SCRATCH/pid" "$SCRATCH/stop" random &
 runner=$!
 trap 'touch "$SCRATCH/stop" "$SCRATCH/stop2"; wait; rm -rf "$SCRATCH"' EXIT
 for _ in $(seq 100); do [ -s "$SCRATCH/pid" ] && break; sleep 0.1; done

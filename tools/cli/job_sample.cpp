@@ -17,13 +17,15 @@ int backing_index(const std::string &name) {
     return -1;
 }
 
-RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas) {
+RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas, Pagemap *pagemap) {
     RegionSample s{r};
-    s.mapped = resident_in(vmas, r.start, r.len);
+    RegionPages pages = region_pages(vmas, r.start, r.len, pagemap);
+    s.mapped = pages.bytes.present;
+    s.estimated = pages.estimated();
     if (r.is_private) {
         // A private copy's own memory is what it copied on write; the rest
         // of its Rss is the parent's pages, counted there.
-        s.resident = anonymous_in(vmas, r.start, r.len);
+        s.resident = pages.bytes.anonymous;
     } else if ((r.backing == stats_key::kBackings[0] || r.backing == stats_key::kBackings[1]) && r.cache_known) {
         s.resident = std::max(r.cached, s.mapped);
         s.cache_counted = true;
@@ -98,10 +100,11 @@ JobSample JobSampler::take() {
             p.unlisted = snap->unlisted;
             p.fallbacks = snap->fallbacks;
             std::vector<Vma> vmas = read_smaps(pid);
+            Pagemap pagemap(pid); // opened only if a region shares a VMA
             // The snapshot may be up to a second old: a region freed since (its
             // range PROT_NONE) or replaced (another backing there) is left out.
             for (const LiveRegionView &r : snap->regions)
-                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(region_sample(r, vmas));
+                if (is_mapped(vmas, r.start, r.len, r.backing, r.moving_to)) p.regions.push_back(region_sample(r, vmas, &pagemap));
         }
         p.cgroup = cg.name;
         if (cg.version && !groups.count(cgroup_key(cg))) groups[cgroup_key(cg)] = cg;
@@ -161,6 +164,7 @@ std::string sample_json(const JobSample &s, uint64_t start_ns) {
             const RegionSample &r = p.regions[j];
             out += std::string(j ? "," : "") + "{\"start\":" + n(r.live.start) + ",\"len\":" + n(r.live.len) +
                    ",\"resident\":" + n(r.resident) + ",\"mapped\":" + n(r.mapped) +
+                   (r.estimated ? ",\"estimated\":true" : "") +
                    (r.cache_counted ? ",\"cached\":" + n(r.live.cached) + ",\"dirty\":" + n(r.live.dirty) : "") +
                    ",\"backing\":" + json_quote(r.live.backing) +
                    (r.live.moving_to.empty() ? "" : ",\"moving_to\":" + json_quote(r.live.moving_to)) +

@@ -22,6 +22,7 @@
 #include "cgroup_figures.h"
 #include "live_snapshot.h"
 #include "proc_figures.h"
+#include "region_pages.h"
 
 #include <cstdint>
 #include <map>
@@ -34,7 +35,11 @@ namespace spillway::cli {
 struct RegionSample {
     LiveRegionView live;
     uint64_t resident = 0; // what the region holds in memory: region_resident()
-    uint64_t mapped = 0;   // its range's Rss in smaps now
+    uint64_t mapped = 0;   // its range's mapped bytes now: smaps Rss, or its pages in pagemap (region_pages.h)
+    // Whether mapped (and a private copy's resident) is an estimate: the
+    // region shares a VMA with a neighbour and pagemap could not be read,
+    // so the VMA's figure was shared out by size. Shown as such, "~".
+    bool estimated = false;
     // Whether resident counts the region's pages in its file (the shim
     // measured them); false for a disk or memory region means mapped pages
     // only (a kernel before 6.5, a shim older than the figure), which can
@@ -52,7 +57,10 @@ struct RegionSample {
 // cache figure, which is the parent's file's pages, the parent's to count
 // (the shim leaves it out for a private copy; it is ignored here if an
 // entry carried it anyway). Memory and anon regions: Rss.
-RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas);
+// Rss and Anonymous are the region's own (region_pages): smaps' when the
+// region is whole VMAs, else counted in `pagemap` (the process's, opened
+// once per sample; null: not read, the figure prorated and estimated).
+RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas, Pagemap *pagemap = nullptr);
 
 struct ProcessSample {
     pid_t pid = 0;

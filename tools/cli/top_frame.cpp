@@ -115,8 +115,11 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
             // A fork child's private copy: "+cow", its resident the pages it copied.
             std::string backing = r.live.backing + (r.live.moving_to.empty() ? "" : ">" + r.live.moving_to) +
                                   (r.live.is_private ? "+cow" : "");
+            // "~": an estimate (region_pages.h), the note below says why.
+            std::string res = pair_text(r.resident, r.live.len);
+            if (r.estimated) res.insert(0, "~");
             snprintf(line, sizeof line, "    region %#14llx %-6s res/reserved %-19s", (unsigned long long)r.live.start,
-                     backing.c_str(), pair_text(r.resident, r.live.len).c_str());
+                     backing.c_str(), res.c_str());
             // A disk region's page cache: how much of it is not written back yet.
             std::string dirty = r.cache_counted ? " dirty " + human_size(r.live.dirty) + " " : "";
             out.push_back(std::string(line) + dirty + " phase " + phase + "  advice " + r.live.advice + "  faulted " +
@@ -128,6 +131,9 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
         if (mapped_only)
             out.push_back("    disk resident counts mapped pages only, less than the page cache they hold: no cache "
                           "figure in the snapshot (Linux before 6.5, or a shim older than top)");
+        if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.estimated; }))
+            out.push_back("    ~ estimated: the region shares a mapping with its neighbours and /proc/PID/pagemap "
+                          "is not readable here, so the mapping's Rss is shared out by size");
         size_t more = regions.size() - shown + p.unlisted;
         if (more) out.push_back("    ... " + std::to_string(more) + " more region" + (more == 1 ? "" : "s"));
         if (p.fallbacks) out.push_back("    fallbacks so far: " + std::to_string(p.fallbacks));

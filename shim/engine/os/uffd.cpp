@@ -3,6 +3,7 @@
 
 #include "fd_policy.h"
 #include "log.h"
+#include "pagemap_scan.h"
 
 #include <atomic>
 #include <cerrno>
@@ -21,18 +22,13 @@ namespace spillway::uffd {
 
 namespace {
 
-// <linux/fs.h> of 6.7: the PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap.
-struct PageRegion {
-    uint64_t start, end, categories;
-};
-struct PmScanArg {
-    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
-        category_anyof_mask, return_mask;
-};
-constexpr unsigned long kPagemapScan = _IOWR('f', 16, PmScanArg);
-constexpr uint64_t kPageIsWritten = 1u << 1;
-constexpr uint64_t kScanWpMatching = 1u << 0;
-constexpr uint64_t kScanCheckWpAsync = 1u << 1;
+// The PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap: pagemap_scan.h.
+using PageRegion = pagemap::PageRegion;
+using PmScanArg = pagemap::ScanArg;
+constexpr unsigned long kPagemapScan = pagemap::kScanIoctl;
+using pagemap::kPageIsWritten;
+using pagemap::kScanCheckWpAsync;
+using pagemap::kScanWpMatching;
 constexpr int kUserModeOnly = 1; // UFFD_USER_MODE_ONLY
 
 constexpr uint64_t kFullFeatures = kFeatureWpAsync | kFeatureWpUnpopulated | kFeatureWpShmem | kFeatureEventRemap |

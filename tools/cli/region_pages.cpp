@@ -1,0 +1,121 @@
+// region_pages.cpp — see region_pages.h.
+#include "region_pages.h"
+
+#include "pagemap_scan.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+namespace spillway::cli {
+
+namespace {
+constexpr uint64_t kPage = 4096;
+} // namespace
+
+Pagemap::~Pagemap() {
+    if (fd_ >= 0) close(fd_);
+}
+
+bool Pagemap::open_once() {
+    if (!tried_) {
+        tried_ = true;
+        std::string path = path_.empty() ? "/proc/" + std::to_string(pid_) + "/pagemap" : path_;
+        fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    }
+    return fd_ >= 0;
+}
+
+// One ioctl per 64 runs of pages alike: the kernel walks only this range's
+// page table. Runs of the zero page are left out, as smaps leaves them out
+// of Rss (a region only read maps it everywhere and holds no memory).
+bool Pagemap::by_scan(uint64_t start, uint64_t end, PageCounts &out) {
+    pagemap::PageRegion vec[64];
+    for (uint64_t at = start; at < end;) {
+        pagemap::ScanArg arg;
+        memset(&arg, 0, sizeof arg);
+        arg.size = sizeof arg;
+        arg.start = at;
+        arg.end = end;
+        arg.vec = (uint64_t)(uintptr_t)vec;
+        arg.vec_len = 64;
+        arg.category_mask = pagemap::kPageIsPresent;
+        arg.return_mask = pagemap::kPageIsPresent | pagemap::kPageIsFile | pagemap::kPageIsPfnZero;
+        long got = ioctl(fd_, pagemap::kScanIoctl, &arg);
+        if (got < 0) return false;
+        for (long i = 0; i < got; i++) {
+            if (vec[i].categories & pagemap::kPageIsPfnZero) continue;
+            uint64_t bytes = vec[i].end - vec[i].start;
+            out.present += bytes;
+            if (!(vec[i].categories & pagemap::kPageIsFile)) out.anonymous += bytes;
+        }
+        if (arg.walk_end <= at) break;
+        at = arg.walk_end;
+    }
+    return true;
+}
+
+// 512 entries (2 MiB of range) per read. Without CAP_SYS_ADMIN the entry
+// has no frame number, so the zero page cannot be told apart: a range only
+// read counts as present here (anonymous regions only).
+bool Pagemap::by_read(uint64_t start, uint64_t end, PageCounts &out) {
+    uint64_t entries[512];
+    for (uint64_t page = start / kPage; page < end / kPage;) {
+        uint64_t want = std::min<uint64_t>(end / kPage - page, 512);
+        ssize_t got = pread(fd_, entries, want * 8, (off_t)(page * 8));
+        if (got <= 0) return false;
+        for (uint64_t i = 0; i < (uint64_t)got / 8; i++) {
+            if (!(entries[i] & pagemap::kEntryPresent)) continue;
+            out.present += kPage;
+            if (!(entries[i] & pagemap::kEntryFile)) out.anonymous += kPage;
+        }
+        page += (uint64_t)got / 8;
+    }
+    return true;
+}
+
+bool Pagemap::count(uint64_t start, uint64_t len, PageCounts &out, PageMethod *how) {
+    out = {};
+    if (!open_once()) return false;
+    uint64_t end = start + len;
+    if (!scan_missing_) {
+        if (by_scan(start, end, out)) {
+            if (how) *how = PageMethod::scan;
+            return true;
+        }
+        if (errno != ENOTTY && errno != EINVAL) return false;
+        scan_missing_ = true; // a kernel before 6.7: not asked again
+        out = {};
+    }
+    if (!by_read(start, end, out)) return false;
+    if (how) *how = PageMethod::read;
+    return true;
+}
+
+bool whole_vmas(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {
+    uint64_t end = start + len;
+    for (const Vma &v : vmas)
+        if (v.start < end && v.end > start && (v.start < start || v.end > end)) return false;
+    return true;
+}
+
+RegionPages region_pages(const std::vector<Vma> &vmas, uint64_t start, uint64_t len, Pagemap *pagemap) {
+    RegionPages r;
+    if (!whole_vmas(vmas, start, len) && pagemap) {
+        PageMethod how;
+        if (pagemap->count(start, len, r.bytes, &how)) {
+            r.method = how;
+            return r;
+        }
+    }
+    r.method = whole_vmas(vmas, start, len) ? PageMethod::smaps : PageMethod::prorated;
+    r.bytes.present = resident_in(vmas, start, len);
+    r.bytes.anonymous = anonymous_in(vmas, start, len);
+    return r;
+}
+
+} // namespace spillway::cli

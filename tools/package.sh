@@ -84,7 +84,8 @@ fi
 done_step "$(find "$src" -type f | wc -l) files"
 
 step "building the Debian package (dpkg-buildpackage)"
-(cd "$src" && DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
+jobs=$(nproc)
+(cd "$src" && DEB_BUILD_OPTIONS="parallel=$jobs ${DEB_BUILD_OPTIONS:-}" \
     dpkg-buildpackage -b -us -uc) >>"$log" 2>&1 || fail "dpkg-buildpackage failed"
 deb=$work/spillway_${version}_amd64.deb
 [ -f "$deb" ] || fail "dpkg-buildpackage made no $(basename "$deb")"
@@ -105,9 +106,12 @@ done_step "$errors errors, $warnings warnings, $infos notes, $overridden overrid
 
 step "building the wheel (meson-python)"
 # No index and no user pip config: everything comes from Debian's packages.
+# As many compile jobs as the .deb's (parallel=$(nproc)), not ninja's
+# default of two more than the CPUs.
 (cd "$src" && env -u PIP_FIND_LINKS -u PIP_INDEX_URL PIP_CONFIG_FILE=/dev/null \
     /usr/bin/python3 -m pip wheel --no-build-isolation --no-deps --no-index \
-    --config-settings builddir="$work/wheel-build" -w "$work/wheel" .) >>"$log" 2>&1 ||
+    --config-settings builddir="$work/wheel-build" --config-settings compile-args=-j$jobs \
+    -w "$work/wheel" .) >>"$log" 2>&1 ||
     fail "building the wheel failed"
 built=$(ls "$work"/wheel/spillway-"$version"-*.whl 2>/dev/null | head -1)
 [ -n "$built" ] || fail "pip made no spillway-$version-*.whl"

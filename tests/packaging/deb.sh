@@ -18,10 +18,8 @@ ensure_docker
 
 limit=512m
 rows=$(((1 << 30) / 4096)) # 1 GiB of float32 rows of 1024
-# The Depends line, package names only ("libc6 (>= 2.34)" -> libc6,
-# "python3:any" -> python3, first of any alternatives).
-depends=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$')
-debian_root_image $depends python3-numpy python3-venv
+# The Depends line's packages, numpy and venv (lib.sh's root_packages).
+debian_root_image $(root_packages "$DEB")
 say "clean Debian 12 root $ROOT_IMAGE (from $ROOT_FROM, ${ROOT_SECONDS} s)"
 
 name=spillway-pkgtest-$$

@@ -33,6 +33,16 @@ find_packages() {
     [ -n "$WHEEL" ] || fail "no spillway-*.whl in $dist: run bash tools/package.sh"
 }
 
+# root_packages DEB — what the clean Debian 12 root holds (deb.sh and
+# wheel_container.sh share it): the .deb's Depends, package names only
+# ("libc6 (>= 2.34)" -> libc6, "python3:any" -> python3, first of any
+# alternatives), python3-numpy for the job and python3-venv for the wheel.
+root_packages() {
+    dpkg-deb -f "$1" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$'
+    echo python3-numpy
+    echo python3-venv
+}
+
 # A shared daemon may be running: use it, never stop it. Else start one as
 # the project's rules say, and leave it running for the others.
 ensure_docker() {

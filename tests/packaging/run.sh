@@ -9,6 +9,9 @@
 #                       docker import, no network); the numpy job under a
 #                       container memory limit, bare and with `spillway run`
 #   wheel_container.sh  the wheel in that root; Debian's libraries removed
+# The Debian root the last two share (root.sh) is made in the background
+# from the moment the .deb is built: while the wheel compiles and the first
+# two tests run.
 # One line per test as it ends (its own lines above it), then
 # "packaging: N passed, M failed"; non-zero exit when anything failed.
 # Needs root (cgroups, debootstrap, Docker). The Debian root is cached under
@@ -36,9 +39,42 @@ if [ "${SPILLWAY_PKGTEST_FRESH:-0}" = 1 ]; then
     drop_debian_roots
     export SPILLWAY_PKGTEST_FRESH=0
 fi
+# The clean Debian root of deb.sh and wheel_container.sh (root.sh) needs
+# only the .deb: it is made in the background from when the .deb is built,
+# so a debootstrap from nothing overlaps the wheel's compile and the tests
+# that need no root. Niced: the compile is the longer path.
+root_log=$(mktemp /var/tmp/spillway-pkgtest-root.XXXXXX)
+root_pid=""
+start_root() {
+    nice -n 10 bash "$here/root.sh" "$1" >"$root_log" 2>&1 &
+    root_pid=$!
+}
+wait_root() {
+    [ -n "$root_pid" ] || return 0
+    local t0=$SECONDS status=0
+    wait "$root_pid" || status=$?
+    root_pid=""
+    sed 's/^/  /' "$root_log"
+    # On failure deb.sh makes the root itself, and says why if it cannot.
+    [ "$status" = 0 ] || echo "packaging: preparing the Debian root in the background failed (status $status); deb.sh tries again"
+    [ $((SECONDS - t0)) -gt 0 ] && echo "packaging: waited $((SECONDS - t0)) s for the Debian root"
+    return 0
+}
+trap 'wait_root >/dev/null; rm -f "$root_log"' EXIT
+
 if [ -z "$dist" ]; then
     echo "packaging: building both packages (tools/package.sh)"
-    if bash "$source_root/tools/package.sh" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+    # Read here, not in a pipeline's subshell, so the root's job is this
+    # shell's to wait for. Its "building the Debian package… done" line:
+    # the .deb is in dist/.
+    exec {package_out}< <(bash "$source_root/tools/package.sh" 2>&1)
+    package_pid=$!
+    while IFS= read -r line <&"$package_out"; do
+        printf '  %s\n' "$line"
+        [[ "$line" == "building the Debian package"*"… done, "* ]] && start_root "$source_root/dist"
+    done
+    exec {package_out}<&-
+    if wait "$package_pid"; then
         passed=$((passed + 1))
     else
         echo "packaging: tools/package.sh failed; nothing to test"
@@ -46,9 +82,12 @@ if [ -z "$dist" ]; then
         exit 1
     fi
     dist=$source_root/dist
+else
+    start_root "$dist"
 fi
 
 for t in contents wheel deb wheel_container; do
+    [ "$t" = deb ] && wait_root
     t0=$SECONDS
     case $t in
         contents | wheel) args=("$dist" "$source_root") ;;

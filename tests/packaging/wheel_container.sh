@@ -17,8 +17,7 @@ ensure_docker
 limit=512m
 rows=$(((1 << 30) / 4096))
 # The same root as deb.sh (same package list, so the same cached image).
-depends=$(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/ //g' | grep -v '^$')
-debian_root_image $depends python3-numpy python3-venv
+debian_root_image $(root_packages "$DEB")
 say "clean Debian 12 root $ROOT_IMAGE (from $ROOT_FROM, ${ROOT_SECONDS} s)"
 
 name=spillway-pkgtest-wheel-$$

@@ -3,7 +3,7 @@
  *
  * usage: gather_probe [--size 4G] [--touches 2000] [--phases fill,rand,seq,rand]
  *        (phases: fill, rand, wrand, seq, alt, and idle: a 300 ms pause, not reported)
- *                     [--floor-mb 512] [--compute-us 0]
+ *                     [--floor-mb 512] [--compute-us 0] [--verdict-grace-ms 0]
  * Run it under the shim (large threshold below --size) in a memory cgroup
  * smaller than --size, with SPILLWAY_DIR on the filesystem to measure.
  * Phases (run in the order given, on one malloc'ed region):
@@ -17,6 +17,11 @@
  *   phase=NAME s=... majflt=... read_mib=... kib_per_fault=... mb_s=...
  *   verdict_ms=... (time until the shim's detector reported the phase's
  *   pattern, from spillway_access_phase when the shim exports it; -1 = never)
+ *   --verdict-grace-ms: a phase whose pattern was not reported by its end
+ *   waits up to that long, idle, for the detector to judge what the phase
+ *   did (its looks are 100 ms apart: a phase on a fast disk can end first);
+ *   s, majflt and read_mib are taken before the wait, verdict_ms may then
+ *   exceed the phase's s. 0 (default): the phase's own time only.
  * and first the floor of the spill filesystem's device:
  *   floor rand4k_us=<median O_DIRECT 4 KiB read> seq_mb_s=<O_DIRECT 8 MiB reads>
  * Bytes read come from /sys/dev/block/MAJ:MIN/stat of the spill directory's
@@ -43,6 +48,7 @@ static const unsigned char *g_region;
 static atomic_int g_want_phase;   /* 0: not watching */
 static atomic_llong g_seen_ns;    /* when the wanted verdict was first seen */
 static atomic_int g_stop;
+static long g_grace_ms;
 
 static uint64_t sectors_read(void) {
     FILE *f = fopen(g_stat_path, "r");
@@ -121,6 +127,10 @@ static void report(const char *phase, struct Mark a, size_t bytes_touched, int w
     struct Mark b = mark();
     double s = (b.t - a.t) / 1e9, mib = (b.sectors - a.sectors) * 512.0 / 1048576;
     long f = b.flt - a.flt;
+    for (long waited = 0; want && g_phase_of && waited < g_grace_ms && !atomic_load(&g_seen_ns); waited++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
     long long seen = atomic_load(&g_seen_ns);
     double verdict_ms = !g_phase_of ? -2 : seen ? (seen - (long long)a.t) / 1e6 : -1;
     if (!want) verdict_ms = -2;
@@ -144,6 +154,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--phases")) phases = argv[i + 1];
         else if (!strcmp(argv[i], "--floor-mb")) floor_mb = (size_t)atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--compute-us")) compute_us = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--verdict-grace-ms")) g_grace_ms = atol(argv[i + 1]);
         else { fprintf(stderr, "gather_probe: unknown option %s\n", argv[i]); return 2; }
     }
     const char *dir = getenv("SPILLWAY_DIR");

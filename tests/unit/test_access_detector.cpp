@@ -4,6 +4,7 @@
 // own page table.
 #include "access/access_detector.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -65,6 +66,79 @@ TEST_CASE("too little evidence is undecided") {
     auto bits = bitmap(4096);
     PageRun runs[] = {{10, 3}, {90, 5}};
     CHECK(classify_tick(compare_presence(bits.data(), 4096, runs, 2, false)) == Verdict::undecided);
+}
+
+TEST_CASE("scattered faults too slow for one look are judged over several") {
+    // Three one-page islands a look (a random reader whose faults each wait
+    // ~30 ms on a busy disk, looked at every 100 ms): classify_tick never
+    // judges one look; the tally does by the second.
+    const uint64_t pages = 1 << 17;
+    auto bits = bitmap(pages);
+    ScatterTally tally;
+    std::vector<PageRun> runs;
+    uint64_t now = 1'000'000'000;
+    for (int look = 0; look < 2; look++) {
+        for (uint64_t i = 0; i < 3; i++) runs.push_back({(look * 3 + i) * 9973 + 17, 1});
+        std::sort(runs.begin(), runs.end(), [](PageRun a, PageRun b) { return a.first < b.first; });
+        TickEvidence e = compare_presence(bits.data(), pages, runs.data(), runs.size(), false);
+        CHECK(e.new_islands == 3);
+        CHECK(classify_tick(e) == Verdict::undecided);
+        CHECK(scatter_tally(tally, e, now) == (look == 0 ? Verdict::undecided : Verdict::random));
+        now += 100'000'000;
+    }
+    CHECK(tally.islands == 6);
+    // Looks with nothing new keep the tally; a look with a big island (a
+    // stream's run, a folio mapped whole) starts it over.
+    scatter_reset(tally);
+    TickEvidence one;
+    one.new_pages = one.new_islands = 1;
+    one.island_start[0] = 500;
+    one.island_end[0] = 501;
+    CHECK(scatter_tally(tally, one, now) == Verdict::undecided);
+    CHECK(scatter_tally(tally, TickEvidence(), now) == Verdict::undecided);
+    CHECK(tally.islands == 1);
+    TickEvidence big;
+    big.new_pages = 512;
+    big.new_islands = 1;
+    big.island_start[0] = 4096;
+    big.island_end[0] = 4608;
+    CHECK(scatter_tally(tally, big, now) == Verdict::undecided);
+    CHECK(tally.islands == 0);
+}
+
+TEST_CASE("the tally forgets islands older than its span") {
+    ScatterTally tally;
+    auto at = [](uint64_t page) {
+        TickEvidence e;
+        e.new_pages = 2;
+        e.new_islands = 2;
+        e.island_start[0] = page, e.island_end[0] = page + 1;
+        e.island_start[1] = page + 30000, e.island_end[1] = page + 30001;
+        return e;
+    };
+    CHECK(scatter_tally(tally, at(1000), 0) == Verdict::undecided);
+    CHECK(scatter_tally(tally, at(5000), kScatterSpanNs + 1) == Verdict::undecided); // two, not four
+    CHECK(scatter_tally(tally, at(9000), kScatterSpanNs + 2) == Verdict::random);
+}
+
+TEST_CASE("slow streams side by side are never a scatter") {
+    // Three readers in order, each 1-2 pages further every look (4 KiB
+    // faults on a busy disk): every island starts where one ended.
+    const uint64_t pages = 1 << 17;
+    auto bits = bitmap(pages);
+    ScatterTally tally;
+    uint64_t front[3] = {1000, 40000, 90000};
+    PageRun runs[3];
+    for (int i = 0; i < 3; i++) runs[i] = {front[i], 1};
+    TickEvidence first = compare_presence(bits.data(), pages, runs, 3, false);
+    scatter_tally(tally, first, 0); // the first look: three islands nobody continued
+    for (int look = 1; look < 40; look++) {
+        for (int i = 0; i < 3; i++) runs[i].count += 1 + (look + i) % 2;
+        TickEvidence e = compare_presence(bits.data(), pages, runs, 3, false);
+        CHECK(e.new_islands == 3);
+        CHECK(scatter_tally(tally, e, look * 100'000'000ull) == Verdict::undecided);
+    }
+    CHECK(tally.islands <= 3);
 }
 
 TEST_CASE("a slow stream continues its run from the last front") {

@@ -109,6 +109,10 @@ TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *run
             fresh++;
         }
         if (!fresh) continue;
+        if (e.new_islands < TickEvidence::kListedIslands) {
+            e.island_start[e.new_islands] = lo;
+            e.island_end[e.new_islands] = hi;
+        }
         e.new_pages += fresh;
         e.new_islands++;
         if (fresh > e.longest_new) {
@@ -160,6 +164,35 @@ Verdict classify_tick(const TickEvidence &e) {
     // advice) are bigger, but still many with none dominating.
     if (e.new_islands >= 2 * kRandomMinIslands && e.longest_new * 4 < e.new_pages) return Verdict::random;
     return Verdict::undecided;
+}
+
+void scatter_reset(ScatterTally &s) { s = ScatterTally(); }
+
+Verdict scatter_tally(ScatterTally &s, const TickEvidence &e, uint64_t now_ns) {
+    if (e.new_pages == 0) return Verdict::undecided; // nothing seen: the tally waits
+    constexpr uint64_t kSlack = 16, kGapMax = kStreamMinPages; // as reaches_from
+    // Only short islands are a slow scatter's: anything else (islands
+    // beyond the listed ones, bigger than a fault maps) starts over.
+    if (e.overflow || e.new_islands > TickEvidence::kListedIslands ||
+        e.new_pages > e.new_islands * kIslandMaxPages) {
+        scatter_reset(s);
+        return Verdict::undecided;
+    }
+    if (s.islands && now_ns - s.since_ns > kScatterSpanNs) s.islands = 0; // too old (the ends still tell steps)
+    for (uint64_t i = 0; i < e.new_islands; i++) {
+        uint64_t lo = e.island_start[i], hi = e.island_end[i];
+        bool step = false; // the next step of a slow stream: lo just after an island's end
+        for (size_t k = 0; k < s.n_ends && !step; k++)
+            step = lo + kSlack >= s.ends[k] && lo <= s.ends[k] + kGapMax;
+        if (!step) {
+            if (!s.islands) s.since_ns = now_ns;
+            s.islands++;
+        }
+        s.ends[s.next_end] = hi;
+        s.next_end = (s.next_end + 1) % TickEvidence::kListedIslands;
+        if (s.n_ends < TickEvidence::kListedIslands) s.n_ends++;
+    }
+    return s.islands >= kRandomMinIslands ? Verdict::random : Verdict::undecided;
 }
 
 Verdict classify_first_look(const TickEvidence &e) {

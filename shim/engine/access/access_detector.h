@@ -40,6 +40,10 @@ struct TickEvidence {
     uint64_t longest_run_start = 0; // first page of the present run holding it (pages
                                     // between there and longest_start were present before)
     bool overflow = false;     // too many runs to list: only a prefix was compared
+    // The first kListedIslands islands, in page order: [start, end) of each
+    // one's new pages (scatter_tally tells them from a slow stream's steps).
+    static constexpr size_t kListedIslands = 8;
+    uint64_t island_start[kListedIslands] = {}, island_end[kListedIslands] = {};
 };
 
 // Thresholds, in 4 KiB pages. A stream leaves one run of at least
@@ -78,6 +82,34 @@ Verdict classify_tick(const TickEvidence &e);
 // readahead_pages: the device's window (0: unknown).
 constexpr uint64_t kClusterMinPages = 64;
 bool clustered_islands(const TickEvidence &e, uint64_t readahead_pages);
+
+// Scattered faults too slow for one look: a random reader whose faults each
+// wait tens of milliseconds for the disk leaves fewer than
+// kRandomMinIslands islands between two looks (100 ms apart), so
+// classify_tick never judges it. Measured (access_phases with its loop
+// device's reads throttled to 25-30 a second, as a disk saturated by
+// other jobs' spill traffic serves them): 3 one-page islands in nearly
+// every look, the verdict left at the pass before ("sequential") until a
+// fault-around happened to add a fourth island, 2.7 s into a 55 s phase,
+// 15-55 s into 82 s ones; the first random phase read 536-590 KiB per
+// fault where the test allows 256 (54-213 with the tally). The tally adds up the small islands of consecutive undecided looks, over
+// at most kScatterSpanNs: random once it holds kRandomMinIslands islands,
+// none of them a step of a slow stream (starting within reaches_from's
+// slack of where an island it remembers ended: two or three slow streams
+// side by side are not a scatter). A look with a big island, or one judged
+// by classify_tick, starts it over (scatter_reset).
+constexpr uint64_t kScatterSpanNs = 1'000'000'000;
+struct ScatterTally {
+    uint64_t islands = 0;  // scattered islands counted
+    uint64_t since_ns = 0; // the look that counted the first
+    uint64_t ends[TickEvidence::kListedIslands] = {}; // where recent islands ended (a ring)
+    size_t n_ends = 0, next_end = 0;
+};
+void scatter_reset(ScatterTally &s);
+// An undecided look's evidence (classify_tick and continues_run said
+// nothing) added to the tally at now_ns; returns random when it is enough
+// (the caller reads the tally for its evidence, then resets it).
+Verdict scatter_tally(ScatterTally &s, const TickEvidence &e, uint64_t now_ns);
 
 // The verdict of a fresh region's first look, where every page present
 // was touched since its birth but not when: random when the present pages

@@ -128,6 +128,7 @@ struct Track {
     bool predicted = false;
     uint64_t left_end_ns = 0; // when a re-read last left this region at its end (kLeftIdleLooks)
     Verdict verdict = Verdict::undecided;
+    ScatterTally scatter;    // small islands of undecided looks (access_detector.h)
     uint64_t last_look_ns = 0;
     uint64_t last_full_look_ns = 0; // the whole region, not a stream's window
     uint64_t front = 0;          // a stream's front (page index)
@@ -378,9 +379,13 @@ void teach_site(CallSite *site, Verdict v, uint64_t age_ns, Evidence evidence) {
     }
 }
 
-void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns) {
+void learn_site(CallSite *site, Verdict v, const TickEvidence &e, uint64_t age_ns, uint64_t tallied,
+                uint64_t tally_ns) {
     teach_site(site, v, age_ns, [&](char *out, size_t cap) {
-        if (v == Verdict::random)
+        if (tallied)
+            snprintf(out, cap, "%llu scattered islands over %.0f ms of looks, %.2f s after allocation",
+                     (unsigned long long)tallied, tally_ns / 1e6, age_ns / 1e9);
+        else if (v == Verdict::random)
             snprintf(out, cap, "%llu new islands of %llu pages in one tick, %.2f s after allocation",
                      (unsigned long long)e.new_islands, (unsigned long long)e.new_pages, age_ns / 1e9);
         else
@@ -639,6 +644,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.fed = false;
         t.predicted = false;
         t.feed_due = t.left_due = false;
+        scatter_reset(t.scatter);
         unhand(t);
         return;
     }
@@ -679,6 +685,17 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             (unsigned long long)e.longest_new, (unsigned long long)e.longest_end, dt / 1e6, (int)v);
     uint32_t fault_rate = (uint32_t)std::min<uint64_t>(e.new_pages * 1000000000ull / dt, UINT32_MAX);
     if (v == Verdict::undecided && continues_run(e, t.front)) v = Verdict::sequential;
+    // A random reader too slow to leave kRandomMinIslands islands in one
+    // look (each fault waiting on a busy disk) is judged over several.
+    uint64_t tallied = 0, tally_ns = 0; // islands and span of a verdict by the tally
+    if (v == Verdict::undecided && scatter_tally(t.scatter, e, now) == Verdict::random) {
+        v = Verdict::random;
+        tallied = t.scatter.islands;
+        tally_ns = now - t.scatter.since_ns;
+        SPW_LOG(debug, "detector %p: %llu scattered islands over %.0f ms of looks: random", (void *)t.start,
+                (unsigned long long)tallied, tally_ns / 1e6);
+    }
+    if (v != Verdict::undecided) scatter_reset(t.scatter);
     bool continuing = false;
     if (v == Verdict::sequential) {
         uint64_t moved = e.longest_end > t.front ? e.longest_end - t.front : 0;
@@ -726,7 +743,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     bool changed = v != Verdict::undecided && v != t.verdict;
     if (changed) {
         t.verdict = v;
-        learn_site(t.site, v, e, now - t.born);
+        learn_site(t.site, v, e, now - t.born, tallied, tally_ns);
     }
     // Only a stream over pages written before reads from disk; one that
     // extends the region's written part (a first fill of reserved blocks)

@@ -1,14 +1,11 @@
 // region_pages.cpp — see region_pages.h.
 #include "region_pages.h"
 
-#include "pagemap_scan.h"
+#include "pagemap_walk.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <string>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace spillway::cli {
@@ -30,33 +27,24 @@ bool Pagemap::open_once() {
     return fd_ >= 0;
 }
 
-// One ioctl per 64 runs of pages alike: the kernel walks only this range's
-// page table. Runs of the zero page are left out, as smaps leaves them out
-// of Rss (a region only read maps it everywhere and holds no memory).
-bool Pagemap::by_scan(uint64_t start, uint64_t end, PageCounts &out) {
+// One ioctl per 64 runs of pages alike (pagemap_walk.h): the kernel walks
+// only this range's page table. Runs of the zero page are left out, as
+// smaps leaves them out of Rss (a region only read maps it everywhere and
+// holds no memory).
+int Pagemap::by_scan(uint64_t start, uint64_t end, PageCounts &out) {
     pagemap::PageRegion vec[64];
-    for (uint64_t at = start; at < end;) {
-        pagemap::ScanArg arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = at;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = 64;
-        arg.category_mask = pagemap::kPageIsPresent;
-        arg.return_mask = pagemap::kPageIsPresent | pagemap::kPageIsFile | pagemap::kPageIsPfnZero;
-        long got = ioctl(fd_, pagemap::kScanIoctl, &arg);
-        if (got < 0) return false;
-        for (long i = 0; i < got; i++) {
-            if (vec[i].categories & pagemap::kPageIsPfnZero) continue;
-            uint64_t bytes = vec[i].end - vec[i].start;
-            out.present += bytes;
-            if (!(vec[i].categories & pagemap::kPageIsFile)) out.anonymous += bytes;
-        }
-        if (arg.walk_end <= at) break;
-        at = arg.walk_end;
-    }
-    return true;
+    pagemap::ScanRequest request;
+    request.start = start;
+    request.end = end;
+    request.category_mask = pagemap::kPageIsPresent;
+    request.return_mask = pagemap::kPageIsPresent | pagemap::kPageIsFile | pagemap::kPageIsPfnZero;
+    return pagemap::walk_runs(fd_, request, vec, 64, [&out](const pagemap::PageRegion &run) {
+        if (run.categories & pagemap::kPageIsPfnZero) return true;
+        uint64_t bytes = pagemap::run_pages(run) * kPage;
+        out.present += bytes;
+        if (!(run.categories & pagemap::kPageIsFile)) out.anonymous += bytes;
+        return true;
+    });
 }
 
 // 512 entries (2 MiB of range) per read. Without CAP_SYS_ADMIN the entry
@@ -83,11 +71,12 @@ bool Pagemap::count(uint64_t start, uint64_t len, PageCounts &out, PageMethod *h
     if (!open_once()) return false;
     uint64_t end = start + len;
     if (!scan_missing_) {
-        if (by_scan(start, end, out)) {
+        int walked = by_scan(start, end, out);
+        if (walked == 0) {
             if (how) *how = PageMethod::scan;
             return true;
         }
-        if (errno != ENOTTY && errno != EINVAL) return false;
+        if (!pagemap::scan_missing(walked)) return false;
         scan_missing_ = true; // a kernel before 6.7: not asked again
         out = {};
     }

@@ -55,7 +55,7 @@ public:
 
 private:
     bool open_once();
-    bool by_scan(uint64_t start, uint64_t end, PageCounts &out);
+    int by_scan(uint64_t start, uint64_t end, PageCounts &out); // pagemap::walk_runs's result
     bool by_read(uint64_t start, uint64_t end, PageCounts &out);
     pid_t pid_;
     int fd_ = -1;

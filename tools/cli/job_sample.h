@@ -40,6 +40,9 @@ struct RegionSample {
     // region shares a VMA with a neighbour and pagemap could not be read,
     // so the VMA's figure was shared out by size. Shown as such, "~".
     bool estimated = false;
+    // Why, when estimated: pagemap was readable but only entry by entry (no
+    // PAGEMAP_SCAN) and the sample's read budget was spent; else unreadable.
+    bool over_budget = false;
     // Whether resident counts the region's pages in its file (the shim
     // measured them); false for a disk or memory region means mapped pages
     // only (a kernel before 6.5, a shim older than the figure), which can

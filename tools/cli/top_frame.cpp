@@ -131,9 +131,16 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
         if (mapped_only)
             out.push_back("    disk resident counts mapped pages only, less than the page cache they hold: no cache "
                           "figure in the snapshot (Linux before 6.5, or a shim older than top)");
-        if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.estimated; }))
+        if (std::any_of(p.regions.begin(), p.regions.end(),
+                        [](const RegionSample &r) { return r.estimated && !r.over_budget; }))
             out.push_back("    ~ estimated: the region shares a mapping with its neighbours and /proc/PID/pagemap "
-                          "is not readable here, so the mapping's Rss is shared out by size");
+                          "is not readable here, so the mapping's Rss is shared out by size (run top as the job's "
+                          "user or root to count it)");
+        if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.over_budget; }))
+            out.push_back("    ~ estimated: the region shares a mapping with its neighbours and counting its pages "
+                          "without PAGEMAP_SCAN would read more than " + human_size(kPagemapReadBudget) +
+                          " of /proc/PID/pagemap this sample, so the mapping's Rss is shared out by size (Linux 6.7+ "
+                          "counts it cheaply)");
         size_t more = regions.size() - shown + p.unlisted;
         if (more) out.push_back("    ... " + std::to_string(more) + " more region" + (more == 1 ? "" : "s"));
         if (p.fallbacks) out.push_back("    fallbacks so far: " + std::to_string(p.fallbacks));

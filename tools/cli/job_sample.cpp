@@ -41,7 +41,10 @@ void derive(JobSample &now, const JobSample &previous) {
     std::map<pid_t, const ProcessSample *> before;
     for (const ProcessSample &p : previous.processes) before[p.pid] = &p;
     for (ProcessSample &p : now.processes) {
-        for (int b = 0; b < 3; b++) p.count[b] = p.reserved[b] = p.resident[b] = 0;
+        for (int b = 0; b < 3; b++) {
+            p.count[b] = p.reserved[b] = p.resident[b] = 0;
+            p.estimated[b] = false;
+        }
         p.majflt_per_s = p.bytes_per_fault = -1; // unknown unless the previous sample gives them
         for (const RegionSample &r : p.regions) {
             // A fork child's private copy is anonymous memory of its own as
@@ -51,6 +54,7 @@ void derive(JobSample &now, const JobSample &previous) {
             p.count[b]++;
             p.reserved[b] += r.live.len;
             p.resident[b] += r.resident;
+            p.estimated[b] = p.estimated[b] || r.estimated;
         }
         auto it = before.find(p.pid);
         if (dt <= 0 || it == before.end() || !p.counters_known || !it->second->counters_known) continue;

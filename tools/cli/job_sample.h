@@ -78,6 +78,10 @@ struct ProcessSample {
     std::vector<RegionSample> regions;
     // By backing (0 disk, 1 memory, 2 anon), from the listed regions.
     uint64_t count[3] = {}, reserved[3] = {}, resident[3] = {};
+    // Whether resident[b] holds an estimated region's figure: a sum is no
+    // more exact than its least exact part, so it is marked "~" as that
+    // region is.
+    bool estimated[3] = {};
 };
 
 struct CgroupSample {

@@ -86,3 +86,44 @@ TEST_CASE("report: a recording without its end line says it was cut short") {
     for (const std::string &l : render_record_summary(s)) text += l + "\n";
     CHECK(text.find("no end line: the recording was cut short after 4.0 s") != std::string::npos);
 }
+
+TEST_CASE("report: a peak holding an estimated region is marked ~, with a note saying why") {
+    // sample() with its first region's figure marked as run --record writes a prorated one.
+    auto estimated = [](std::string line) {
+        std::string at = "\"resident\":";
+        size_t first = line.find(at);
+        return line.insert(first, "\"estimated\":true,");
+    };
+    std::vector<std::string> lines = {
+        "{\"spillway_record\":1,\"interval_s\":1.000,\"command\":[\"job\"],\"started\":\"X\"}",
+        sample(0, 100 << 20, 10, 0, 0, 0, 5),
+        estimated(sample(1, 900 << 20, 10, 0, 0, 0, 3000000)), // the peak: an estimate
+        sample(2, 600 << 20, 10, 0, 0, 0, 600),
+    };
+    RecordSummary s = summarize_record(lines);
+    const ProcessPeaks &p = s.processes.at(77);
+    CHECK(p.peak_resident == 3000010);
+    CHECK(p.peak_resident_estimated);
+    CHECK(p.estimated_samples == 1);
+    std::string text;
+    for (const std::string &l : render_record_summary(s)) text += l + "\n";
+    INFO(text);
+    CHECK(text.find(" ~2.86MiB ") != std::string::npos);
+    CHECK(text.find("~ estimated: in 1 process sample(s)") != std::string::npos);
+
+    // An exact peak stays unmarked, though an earlier sample was estimated.
+    lines[1] = estimated(lines[1]);
+    lines[2] = sample(1, 900 << 20, 10, 0, 0, 0, 3000000);
+    s = summarize_record(lines);
+    CHECK_FALSE(s.processes.at(77).peak_resident_estimated);
+    text.clear();
+    for (const std::string &l : render_record_summary(s)) text += l + "\n";
+    CHECK(text.find("~2.86MiB") == std::string::npos);
+    CHECK(text.find("~ estimated: in 1 process sample(s)") != std::string::npos);
+
+    // No estimate: no mark, no note.
+    lines[1] = sample(0, 100 << 20, 10, 0, 0, 0, 5);
+    text.clear();
+    for (const std::string &l : render_record_summary(summarize_record(lines))) text += l + "\n";
+    CHECK(text.find('~') == std::string::npos);
+}

@@ -32,7 +32,37 @@ struct TwoRegions {
     }
     ~TwoRegions() { munmap(p, 16 * MiB); }
     uint64_t at(uint64_t off) const { return (uint64_t)(uintptr_t)p + off; }
+    // The second region as the shim's snapshot lists it.
+    LiveRegionView second_view() const {
+        LiveRegionView r;
+        r.start = at(8 * MiB);
+        r.len = 8 * MiB;
+        r.backing = "anon";
+        r.phase = "undecided";
+        r.advice = "normal";
+        return r;
+    }
 };
+
+// One process's sample holding one region, as JobSampler::take makes it.
+JobSample sample_of(const RegionSample &region) {
+    JobSample js;
+    js.mono_ns = 1;
+    ProcessSample p;
+    p.pid = 42;
+    p.comm = "job";
+    p.has_snapshot = true;
+    p.regions.push_back(region);
+    js.processes.push_back(p);
+    derive(js, JobSample{});
+    return js;
+}
+
+std::string frame_of(const JobSample &js) {
+    std::string frame;
+    for (const std::string &l : render_frame(js, FrameStyle{})) frame += l + "\n";
+    return frame;
+}
 
 } // namespace
 
@@ -143,28 +173,63 @@ TEST_CASE("region_pages: pagemap unreadable: prorated as before, and said to be 
     CHECK(second.bytes.present == resident_in(vmas, t.at(8 * MiB), 8 * MiB));
 
     // The sample carries it; top marks the figure and says why; the record's JSON says so.
-    LiveRegionView r;
-    r.start = t.at(8 * MiB);
-    r.len = 8 * MiB;
-    r.backing = "anon";
-    r.phase = "undecided";
-    r.advice = "normal";
+    LiveRegionView r = t.second_view();
     RegionSample s = region_sample(r, vmas, &denied);
     CHECK(s.estimated);
     Pagemap pm(getpid());
     CHECK_FALSE(region_sample(r, vmas, &pm).estimated);
     CHECK(region_sample(r, vmas, &pm).resident == 0);
-    JobSample js;
-    js.mono_ns = 1;
-    ProcessSample p;
-    p.pid = 42;
-    p.comm = "job";
-    p.has_snapshot = true;
-    p.regions.push_back(s);
-    js.processes.push_back(p);
+    JobSample js = sample_of(s);
     CHECK(sample_json(js, 0).find("\"estimated\":true") != std::string::npos);
-    std::string frame;
-    for (const std::string &l : render_frame(js, FrameStyle{})) frame += l + "\n";
+    std::string frame = frame_of(js);
     CHECK(frame.find("res/reserved ~") != std::string::npos);
     CHECK(frame.find("~ estimated") != std::string::npos);
+}
+
+TEST_CASE("region_pages: without PAGEMAP_SCAN, pagemap is read up to the sample's budget, then prorated and said so") {
+    TwoRegions t;
+    std::vector<Vma> vmas = read_smaps(getpid());
+    // An 8 MiB region is 2048 entries, 16 KiB of pagemap: a 24 KiB budget
+    // reads the first region and leaves too little for the second.
+    uint64_t budget = 24 << 10;
+    Pagemap pm(getpid(), &budget);
+    pm.without_scan(); // as on a kernel before 6.7, whatever this one is
+    RegionPages first = region_pages(vmas, t.at(0), 8 * MiB, &pm);
+    CHECK(first.method == PageMethod::read);
+    CHECK(first.bytes.present == 8 * MiB);
+    CHECK(budget == 8 << 10);
+    RegionPages second = region_pages(vmas, t.at(8 * MiB), 8 * MiB, &pm);
+    CHECK(second.method == PageMethod::prorated_over_budget);
+    CHECK(second.estimated());
+    CHECK(second.bytes.present == resident_in(vmas, t.at(8 * MiB), 8 * MiB));
+    CHECK(budget == 8 << 10); // nothing read for a region it could not finish
+    // A smaller region still fits what is left: the budget is not all or nothing.
+    RegionPages small = region_pages(vmas, t.at(6 * MiB), 4 * MiB, &pm);
+    CHECK(small.method == PageMethod::read);
+    CHECK(small.bytes.present == 2 * MiB);
+    CHECK(budget == 0);
+
+    // A second Pagemap of the same sample (another process) shares the spent budget.
+    Pagemap other(getpid(), &budget);
+    other.without_scan();
+    CHECK(region_pages(vmas, t.at(0), 8 * MiB, &other).method == PageMethod::prorated_over_budget);
+
+    // With the ioctl (a kernel of 6.7+) the budget is not spent: it reads no entries.
+    uint64_t untouched = 24 << 10;
+    Pagemap scan(getpid(), &untouched);
+    RegionPages scanned = region_pages(vmas, t.at(0), 8 * MiB, &scan);
+    if (scanned.method == PageMethod::scan) CHECK(untouched == 24 << 10);
+    else CHECK(untouched == 8 << 10); // no PAGEMAP_SCAN here: the fallback, budgeted
+
+    // top and the record say which figure is estimated and why.
+    RegionSample s = region_sample(t.second_view(), vmas, &other);
+    CHECK(s.estimated);
+    CHECK(s.over_budget);
+    JobSample js = sample_of(s);
+    CHECK(sample_json(js, 0).find("\"estimated\":true") != std::string::npos);
+    std::string frame = frame_of(js);
+    INFO(frame);
+    CHECK(frame.find("res/reserved ~") != std::string::npos);
+    CHECK(frame.find("would read more than 64.0MiB of /proc/PID/pagemap this sample") != std::string::npos);
+    CHECK(frame.find("is not readable here") == std::string::npos);
 }

@@ -126,3 +126,15 @@ TEST_CASE("report html: a killed job, a cut-short recording, no samples") {
     CHECK(!render_report_html({lines[0]}, html, error));
     CHECK(error.find("holds no sample") != std::string::npos);
 }
+
+TEST_CASE("report html: a region whose resident was estimated is marked ~, with a note saying why") {
+    std::vector<std::string> lines = recording();
+    std::string html, error;
+    REQUIRE(render_report_html(lines, html, error));
+    CHECK(html.find("~ estimated") == std::string::npos);
+    CHECK(points_of(html, "0x1000 memory 64.0MiB resident") != "");
+    lines[2].insert(lines[2].find("\"resident\":"), "\"estimated\":true,"); // as run --record writes a prorated figure
+    REQUIRE(render_report_html(lines, html, error));
+    CHECK(points_of(html, "0x1000 memory 64.0MiB resident ~") != "");
+    CHECK(html.find("<p class=\"note\">~ estimated: 1 region(s) marked ~") != std::string::npos);
+}

@@ -593,3 +593,45 @@ TEST_CASE("top: a disk region's resident is its page cache as the shim measured 
     CHECK(unmeasured_line.find("\"cached\"") == std::string::npos);
     CHECK(unmeasured_line.find("\"mapped\":2097152") != std::string::npos);
 }
+
+TEST_CASE("top: a column's total holding an estimated region is marked ~ as the region is") {
+    LiveRegionView exact, guessed, disk;
+    exact.start = 0x7f0000000000;
+    exact.len = 8u << 20;
+    exact.backing = "anon";
+    exact.phase = "undecided";
+    exact.advice = "normal";
+    guessed = exact;
+    guessed.start = 0x7f0000800000;
+    disk = exact;
+    disk.start = 0x7f1000000000;
+    disk.backing = "disk";
+    RegionSample a{exact, 8u << 20}, b{guessed, 4u << 20}, d{disk, 2u << 20};
+    b.estimated = true; // shares a VMA with a, pagemap not read: prorated
+    JobSample s;
+    s.mono_ns = 1;
+    ProcessSample p;
+    p.pid = 4244;
+    p.comm = "python3";
+    p.has_snapshot = true;
+    p.regions = {a, b, d};
+    s.processes.push_back(p);
+    derive(s, JobSample{});
+    CHECK(s.processes[0].estimated[2]);
+    CHECK_FALSE(s.processes[0].estimated[0]);
+    std::string frame = joined(render_frame(s, FrameStyle{}));
+    INFO(frame);
+    // The process's row: disk exact, memory empty, anon a sum with an estimate in it.
+    CHECK(frame.find(" 2.00MiB/8.00MiB (1)") != std::string::npos);
+    CHECK(frame.find("~2.00MiB/8.00MiB") == std::string::npos);
+    CHECK(frame.find("~12.0MiB/16.0MiB (2)") != std::string::npos);
+    CHECK(frame.find("res/reserved ~4.00MiB/8.00MiB") != std::string::npos);
+    CHECK(frame.find("res/reserved 8.00MiB/8.00MiB") != std::string::npos);
+    CHECK(frame.find("~ estimated") != std::string::npos);
+    // The columns stay aligned: the row's anon column starts where its header does.
+    size_t header = frame.find("ANON res/resv"), row = frame.find("\n4244 ");
+    REQUIRE(header != std::string::npos);
+    REQUIRE(row != std::string::npos);
+    size_t header_col = header - frame.rfind('\n', header) - 1;
+    CHECK(frame.substr(row + 1 + header_col, 1) == "~");
+}

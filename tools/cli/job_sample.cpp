@@ -22,6 +22,7 @@ RegionSample region_sample(const LiveRegionView &r, const std::vector<Vma> &vmas
     RegionPages pages = region_pages(vmas, r.start, r.len, pagemap);
     s.mapped = pages.bytes.present;
     s.estimated = pages.estimated();
+    s.over_budget = pages.method == PageMethod::prorated_over_budget;
     if (r.is_private) {
         // A private copy's own memory is what it copied on write; the rest
         // of its Rss is the parent's pages, counted there.
@@ -40,7 +41,10 @@ void derive(JobSample &now, const JobSample &previous) {
     std::map<pid_t, const ProcessSample *> before;
     for (const ProcessSample &p : previous.processes) before[p.pid] = &p;
     for (ProcessSample &p : now.processes) {
-        for (int b = 0; b < 3; b++) p.count[b] = p.reserved[b] = p.resident[b] = 0;
+        for (int b = 0; b < 3; b++) {
+            p.count[b] = p.reserved[b] = p.resident[b] = 0;
+            p.estimated[b] = false;
+        }
         p.majflt_per_s = p.bytes_per_fault = -1; // unknown unless the previous sample gives them
         for (const RegionSample &r : p.regions) {
             // A fork child's private copy is anonymous memory of its own as
@@ -50,6 +54,7 @@ void derive(JobSample &now, const JobSample &previous) {
             p.count[b]++;
             p.reserved[b] += r.live.len;
             p.resident[b] += r.resident;
+            p.estimated[b] = p.estimated[b] || r.estimated;
         }
         auto it = before.find(p.pid);
         if (dt <= 0 || it == before.end() || !p.counters_known || !it->second->counters_known) continue;
@@ -79,6 +84,9 @@ JobSample JobSampler::take() {
         members_ = job_processes(members_);
         for (auto [pid, start] : members_) tree.insert(pid);
     }
+    // The read fallback's budget (region_pages.h) is the whole sample's: a
+    // job of many processes costs no more to sample than one.
+    uint64_t pagemap_read_budget = kPagemapReadBudget;
     for (pid_t pid : shim_processes(root_ ? &tree : nullptr)) {
         ProcessSample p;
         p.pid = pid;
@@ -100,7 +108,7 @@ JobSample JobSampler::take() {
             p.unlisted = snap->unlisted;
             p.fallbacks = snap->fallbacks;
             std::vector<Vma> vmas = read_smaps(pid);
-            Pagemap pagemap(pid); // opened only if a region shares a VMA
+            Pagemap pagemap(pid, &pagemap_read_budget); // opened only if a region shares a VMA
             // The snapshot may be up to a second old: a region freed since (its
             // range PROT_NONE) or replaced (another backing there) is left out.
             for (const LiveRegionView &r : snap->regions)

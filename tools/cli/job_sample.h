@@ -40,6 +40,9 @@ struct RegionSample {
     // region shares a VMA with a neighbour and pagemap could not be read,
     // so the VMA's figure was shared out by size. Shown as such, "~".
     bool estimated = false;
+    // Why, when estimated: pagemap was readable but only entry by entry (no
+    // PAGEMAP_SCAN) and the sample's read budget was spent; else unreadable.
+    bool over_budget = false;
     // Whether resident counts the region's pages in its file (the shim
     // measured them); false for a disk or memory region means mapped pages
     // only (a kernel before 6.5, a shim older than the figure), which can
@@ -75,6 +78,10 @@ struct ProcessSample {
     std::vector<RegionSample> regions;
     // By backing (0 disk, 1 memory, 2 anon), from the listed regions.
     uint64_t count[3] = {}, reserved[3] = {}, resident[3] = {};
+    // Whether resident[b] holds an estimated region's figure: a sum is no
+    // more exact than its least exact part, so it is marked "~" as that
+    // region is.
+    bool estimated[3] = {};
 };
 
 struct CgroupSample {

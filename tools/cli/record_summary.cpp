@@ -69,6 +69,7 @@ void add_sample(RecordSummary &s, const Json &v, std::map<long, LastSeen> &last)
         pk.last_read = read;
         pk.peak_majflt_s = std::max(pk.peak_majflt_s, number(member(p, "majflt_s")));
         uint64_t resident = 0, reserved = 0;
+        bool estimated = false; // any region's resident shared out by size ("estimated":true)
         std::map<std::string, double> weight;
         double weight_sum = 0;
         const Json *regions = member(p, "regions");
@@ -78,6 +79,7 @@ void add_sample(RecordSummary &s, const Json &v, std::map<long, LastSeen> &last)
             for (const Json &r : items(regions)) {
                 resident += count(r, "resident");
                 reserved += count(r, "len");
+                if (const Json *e = member(r, "estimated"); e && boolean(e)) estimated = true;
                 std::string phase = text(member(r, "phase"));
                 double rate = (double)count(r, "fault_pages_s");
                 weight[phase] += rate;
@@ -85,7 +87,13 @@ void add_sample(RecordSummary &s, const Json &v, std::map<long, LastSeen> &last)
                 s.phases[phase].region_seconds += dt;
                 s.phases[phase].pages_faulted += rate * dt;
             }
-        pk.peak_resident = std::max(pk.peak_resident, resident);
+        if (resident > pk.peak_resident || first) {
+            pk.peak_resident = resident;
+            pk.peak_resident_estimated = estimated;
+        } else if (resident == pk.peak_resident && !estimated) {
+            pk.peak_resident_estimated = false; // an exact sample reached it too
+        }
+        pk.estimated_samples += estimated;
         pk.peak_reserved = std::max(pk.peak_reserved, reserved);
         if (it != last.end() && dt > 0) {
             double faults = majflt >= it->second.majflt ? (double)(majflt - it->second.majflt) : 0;
@@ -191,12 +199,21 @@ std::vector<std::string> render_record_summary(const RecordSummary &s) {
         for (const auto &[pid, p] : s.processes) {
             std::string rank = p.rank.empty() ? (p.local_rank.empty() ? "-" : "l" + p.local_rank) : p.rank;
             std::string read = p.read_known ? human_size(p.last_read - std::min(p.first_read, p.last_read)) : "?";
+            std::string peak = p.peak_resident_estimated ? "~" : ""; // "~" as top marks an estimate
+            peak += human_size(p.peak_resident);
             snprintf(line, sizeof line, "  %-7ld %-5s %-15.15s %13s %13s %12llu %10s %13.0f", pid, rank.c_str(),
-                     p.comm.c_str(), human_size(p.peak_resident).c_str(), human_size(p.peak_reserved).c_str(),
+                     p.comm.c_str(), peak.c_str(), human_size(p.peak_reserved).c_str(),
                      (unsigned long long)(p.last_majflt - std::min(p.first_majflt, p.last_majflt)), read.c_str(),
                      p.peak_majflt_s);
             out.push_back(line);
         }
+        int estimated = 0;
+        for (const auto &[pid, p] : s.processes) estimated += p.estimated_samples;
+        if (estimated)
+            out.push_back("~ estimated: in " + std::to_string(estimated) + " process sample(s) a region shared a mapping "
+                          "with its neighbours and its pages were not counted in /proc/PID/pagemap, so its resident "
+                          "bytes are the mapping's shared out by size; record as the job's user on Linux 6.7+ to count "
+                          "them exactly");
     } else {
         out.push_back("no process under the shim was seen (did the command start one?)");
     }

@@ -38,6 +38,11 @@ struct ProcessPeaks {
     std::string comm, rank, local_rank;
     double first_t = 0, last_t = 0;
     uint64_t peak_resident = 0, peak_reserved = 0;
+    // Whether the sample that set peak_resident held a region's figure
+    // marked "estimated" (shared out by size, region_pages.h): the peak is
+    // then shown "~", as top shows it.
+    bool peak_resident_estimated = false;
+    int estimated_samples = 0; // samples with at least one estimated region
     double peak_majflt_s = 0;
     uint64_t first_majflt = 0, last_majflt = 0, first_read = 0, last_read = 0;
     bool read_known = true;

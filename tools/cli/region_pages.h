@@ -8,12 +8,14 @@
 // beside an untouched one would show 32 MiB each), so such a region's pages
 // are counted in /proc/PID/pagemap over its own range instead: the
 // PAGEMAP_SCAN ioctl (Linux 6.7, pagemap_scan.h), or reading the 8-byte
-// entries in bounded chunks where the ioctl is missing.
+// entries in bounded chunks where the ioctl is missing, up to a budget per
+// sample (kPagemapReadBudget) past which the figure is prorated.
 //
 // Invariant: a region made of whole VMAs keeps smaps' figures (no pagemap
 // read at all); a region that shares a VMA is counted in pagemap, or, when
-// pagemap cannot be read (another user's process, no ptrace read access),
-// prorated as before and marked estimated, never passed off as exact.
+// pagemap cannot be read (another user's process, no ptrace read access)
+// or only past the read budget, prorated as before and marked estimated,
+// never passed off as exact.
 // Pagemap is opened at most once per Pagemap object: one per process per
 // sample (JobSampler::take).
 #pragma once
@@ -33,20 +35,33 @@ struct PageCounts {
     uint64_t anonymous = 0; // present and not file-backed (smaps Anonymous: a private mapping's copies on write)
 };
 
-// How a count was made, for tests and for saying so.
-enum class PageMethod { smaps, scan, read, prorated };
+// How a count was made, for tests and for saying so. prorated: pagemap
+// could not be read; prorated_over_budget: it could, but only by reading
+// its entries (no PAGEMAP_SCAN) and that would pass the sample's budget.
+enum class PageMethod { smaps, scan, read, prorated, prorated_over_budget };
+
+// The most of /proc/PID/pagemap the read fallback reads in one sample, all
+// processes together: 64 MiB of 8-byte entries, 32 GiB of regions that share
+// a mapping. See Pagemap::count for why a byte budget and why this size.
+constexpr uint64_t kPagemapReadBudget = 64ull << 20;
 
 // /proc/PID/pagemap of one process, opened at the first count() that needs
 // it and closed with the object.
 class Pagemap {
 public:
-    explicit Pagemap(pid_t pid) : pid_(pid) {}
+    // read_budget: bytes of pagemap entries the read fallback may still read,
+    // shared by every Pagemap of one sample and lowered as they read; null:
+    // a budget of kPagemapReadBudget of its own.
+    explicit Pagemap(pid_t pid, uint64_t *read_budget = nullptr)
+        : pid_(pid), read_budget_(read_budget ? read_budget : &own_budget_) {}
     ~Pagemap();
     Pagemap(const Pagemap &) = delete;
     Pagemap &operator=(const Pagemap &) = delete;
 
     // The counts of [start, start+len) (page-aligned), and which way they
-    // were made (scan or read); false when pagemap cannot be opened or read.
+    // were made (scan or read); false when pagemap cannot be opened or read,
+    // or (*how = prorated_over_budget) when reading its entries would pass
+    // the read budget.
     bool count(uint64_t start, uint64_t len, PageCounts &out, PageMethod *how = nullptr);
     // Skip the ioctl, as on a kernel before 6.7 (tests: the fallback path).
     void without_scan() { scan_missing_ = true; }
@@ -55,9 +70,11 @@ public:
 
 private:
     bool open_once();
-    bool by_scan(uint64_t start, uint64_t end, PageCounts &out);
+    int by_scan(uint64_t start, uint64_t end, PageCounts &out); // pagemap::walk_runs's result
     bool by_read(uint64_t start, uint64_t end, PageCounts &out);
     pid_t pid_;
+    uint64_t own_budget_ = kPagemapReadBudget;
+    uint64_t *read_budget_;
     int fd_ = -1;
     bool tried_ = false, scan_missing_ = false;
     std::string path_;
@@ -67,7 +84,7 @@ private:
 struct RegionPages {
     PageCounts bytes;
     PageMethod method = PageMethod::smaps;
-    bool estimated() const { return method == PageMethod::prorated; }
+    bool estimated() const { return method == PageMethod::prorated || method == PageMethod::prorated_over_budget; }
 };
 
 // Whether every VMA overlapping [start, start+len) lies wholly inside it:

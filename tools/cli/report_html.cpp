@@ -35,6 +35,7 @@ struct RegionTimeline {
     std::string backing; // the last seen
     Series resident, fault_rate;
     uint64_t peak_resident = 0;
+    int estimated_samples = 0; // samples whose resident was "estimated" (shared out by size)
 };
 
 struct ProcessTimeline {
@@ -115,6 +116,7 @@ void add_sample(Timeline &tl, const Json &v) {
                 rt.resident.points.push_back({t, (double)count(r, "resident")});
                 rt.fault_rate.points.push_back({t, (double)count(r, "fault_pages_s")});
                 rt.peak_resident = std::max(rt.peak_resident, count(r, "resident"));
+                if (boolean(member(r, "estimated"))) rt.estimated_samples++;
             }
     }
 }
@@ -393,12 +395,14 @@ bool render_report_html(const std::vector<std::string> &lines, std::string &html
         faults.title = who + ": fault rate";
         faults.y_label = "pages per second";
         double peak = 0;
-        size_t color = 0;
+        size_t color = 0, estimated = 0;
         for (const RegionTimeline *r : regions) {
             std::string name = hex(r->start) + " " + r->backing + " " + human_size(r->len);
             const char *col = kPalette[color++ % 10];
             Line res{r->resident, false, col};
-            res.series.label = name + " resident";
+            // "~" as top marks it: some of this line's points are estimates.
+            res.series.label = name + " resident" + (r->estimated_samples ? " ~" : "");
+            estimated += r->estimated_samples ? 1 : 0;
             residency.lines.push_back(res);
             Series reserved{name + " reserved", {}};
             for (const Point &p : r->resident.points) reserved.points.push_back({p.t, (double)r->len});
@@ -420,6 +424,11 @@ bool render_report_html(const std::vector<std::string> &lines, std::string &html
         } else {
             pick_byte_unit(peak, residency, "bytes");
             html += draw_chart(residency, tl, t_max, t_step);
+            if (estimated)
+                html += "<p class=\"note\">~ estimated: " + std::to_string(estimated) +
+                        " region(s) marked ~ shared a mapping with their neighbours and their pages were not counted "
+                        "in /proc/PID/pagemap in some samples, so those points are the mapping's resident bytes shared "
+                        "out by size; record as the job's user on Linux 6.7+ to count them exactly.</p>\n";
         }
         if (!faults.lines.empty()) html += draw_chart(faults, tl, t_max, t_step);
         if (omitted)

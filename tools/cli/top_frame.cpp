@@ -24,8 +24,14 @@ std::string rate_text(double v) {
     return buf;
 }
 
-std::string pair_text(uint64_t resident, uint64_t reserved) {
-    return human_size(resident) + "/" + human_size(reserved);
+// "~" before the resident figure when it is an estimate (region_pages.h),
+// on a region's line and on a total that holds such a region alike.
+std::string pair_text(uint64_t resident, uint64_t reserved, bool estimated = false) {
+    std::string text = estimated ? "~" : ""; // appended to, not prefixed: GCC 12's -Wrestrict misfires on the latter
+    text += human_size(resident);
+    text += "/";
+    text += human_size(reserved);
+    return text;
 }
 
 void cgroup_lines(const CgroupSample &cs, const FrameStyle &st, std::vector<std::string> &out) {
@@ -78,7 +84,8 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
         return out;
     }
     char line[512];
-    snprintf(line, sizeof line, "%-8s %-6s %-15s %9s %11s  %-19s %-19s %-19s", "PID", "RANK", "COMMAND",
+    // 20 wide: "~16.0MiB/64.0MiB (1)", an estimated total, keeps its column.
+    snprintf(line, sizeof line, "%-8s %-6s %-15s %9s %11s  %-20s %-20s %-20s", "PID", "RANK", "COMMAND",
              "MAJFLT/S", "READ/FAULT", "DISK res/reserved", "MEMORY res/resv", "ANON res/resv");
     out.push_back(paint(st, kBold, line));
     for (const ProcessSample &p : s.processes) {
@@ -86,9 +93,10 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
         std::string per_fault = p.bytes_per_fault < 0 ? "-" : human_size((unsigned long long)p.bytes_per_fault);
         std::string by[3];
         for (int b = 0; b < 3; b++)
-            by[b] = p.has_snapshot ? pair_text(p.resident[b], p.reserved[b]) + " (" + std::to_string(p.count[b]) + ")"
+            by[b] = p.has_snapshot ? pair_text(p.resident[b], p.reserved[b], p.estimated[b]) + " (" +
+                                         std::to_string(p.count[b]) + ")"
                                    : "?";
-        snprintf(line, sizeof line, "%-8d %-6s %-15.15s %9s %11s  %-19s %-19s %-19s", (int)p.pid, rank.c_str(),
+        snprintf(line, sizeof line, "%-8d %-6s %-15.15s %9s %11s  %-20s %-20s %-20s", (int)p.pid, rank.c_str(),
                  p.comm.c_str(), rate_text(p.majflt_per_s).c_str(), per_fault.c_str(), by[0].c_str(), by[1].c_str(),
                  by[2].c_str());
         out.push_back(line);
@@ -116,8 +124,7 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
             std::string backing = r.live.backing + (r.live.moving_to.empty() ? "" : ">" + r.live.moving_to) +
                                   (r.live.is_private ? "+cow" : "");
             // "~": an estimate (region_pages.h), the note below says why.
-            std::string res = pair_text(r.resident, r.live.len);
-            if (r.estimated) res.insert(0, "~");
+            std::string res = pair_text(r.resident, r.live.len, r.estimated);
             snprintf(line, sizeof line, "    region %#14llx %-6s res/reserved %-19s", (unsigned long long)r.live.start,
                      backing.c_str(), res.c_str());
             // A disk region's page cache: how much of it is not written back yet.
@@ -131,9 +138,16 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
         if (mapped_only)
             out.push_back("    disk resident counts mapped pages only, less than the page cache they hold: no cache "
                           "figure in the snapshot (Linux before 6.5, or a shim older than top)");
-        if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.estimated; }))
+        if (std::any_of(p.regions.begin(), p.regions.end(),
+                        [](const RegionSample &r) { return r.estimated && !r.over_budget; }))
             out.push_back("    ~ estimated: the region shares a mapping with its neighbours and /proc/PID/pagemap "
-                          "is not readable here, so the mapping's Rss is shared out by size");
+                          "is not readable here, so the mapping's Rss is shared out by size (run top as the job's "
+                          "user or root to count it)");
+        if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.over_budget; }))
+            out.push_back("    ~ estimated: the region shares a mapping with its neighbours and counting its pages "
+                          "without PAGEMAP_SCAN would read more than " + human_size(kPagemapReadBudget) +
+                          " of /proc/PID/pagemap this sample, so the mapping's Rss is shared out by size (Linux 6.7+ "
+                          "counts it cheaply)");
         size_t more = regions.size() - shown + p.unlisted;
         if (more) out.push_back("    ... " + std::to_string(more) + " more region" + (more == 1 ? "" : "s"));
         if (p.fallbacks) out.push_back("    fallbacks so far: " + std::to_string(p.fallbacks));

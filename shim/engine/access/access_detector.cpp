@@ -1,12 +1,9 @@
 // access_detector.cpp — see access_detector.h.
 #include "access/access_detector.h"
 
-#include "pagemap_scan.h"
+#include "pagemap_walk.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace spillway {
@@ -16,47 +13,33 @@ inline bool bit(const uint64_t *bits, uint64_t i) { return (bits[i >> 6] >> (i &
 
 // PAGEMAP_SCAN (Linux 6.7): the kernel walks the page table and returns runs
 // of present pages, ~100x cheaper than reading 8 bytes per page. Its ABI:
-// pagemap_scan.h.
-using pagemap::kPageIsHuge;
-using pagemap::kPageIsPresent;
-using PmPageRegion = pagemap::PageRegion;
-using PmScanArg = pagemap::ScanArg;
-constexpr unsigned long kPagemapScan = pagemap::kScanIoctl;
+// pagemap_scan.h; the walk over its answer: pagemap_walk.h.
 bool g_scan_unsupported = false;
 
+// -errno when the ioctl fails (pagemap::scan_missing: a kernel before 6.7).
 long presence_by_scan(int fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                       bool *overflow) {
-    PmPageRegion vec[64];
+    pagemap::PageRegion vec[64];
+    pagemap::ScanRequest request;
+    request.start = start;
+    request.end = start + pages * 4096;
+    request.category_mask = pagemap::kPageIsPresent;
+    request.return_mask = pagemap::kPageIsPresent;
     size_t n = 0;
-    uint64_t end = start + pages * 4096, at = start;
-    while (at < end) {
-        PmScanArg arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = at;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = 64;
-        arg.category_mask = kPageIsPresent;
-        arg.return_mask = kPageIsPresent;
-        long got = ioctl(fd, kPagemapScan, &arg);
-        if (got < 0) return -1;
-        for (long i = 0; i < got; i++) {
-            uint64_t first = (vec[i].start - start) / 4096, count = (vec[i].end - vec[i].start) / 4096;
-            if (n && runs[n - 1].first + runs[n - 1].count == first) { // split at a VMA edge
-                runs[n - 1].count += count;
-                continue;
-            }
-            if (n == cap) {
-                *overflow = true;
-                return (long)n;
-            }
-            runs[n++] = {first, count};
+    int walked = pagemap::walk_runs(fd, request, vec, 64, [&](const pagemap::PageRegion &run) {
+        uint64_t first = (run.start - start) / 4096, count = pagemap::run_pages(run);
+        if (n && runs[n - 1].first + runs[n - 1].count == first) { // split at a VMA edge
+            runs[n - 1].count += count;
+            return true;
         }
-        if (arg.walk_end <= at) break;
-        at = arg.walk_end;
-    }
-    return (long)n;
+        if (n == cap) {
+            *overflow = true;
+            return false;
+        }
+        runs[n++] = {first, count};
+        return true;
+    });
+    return walked < 0 ? walked : (long)n;
 }
 
 long presence_by_read(int fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
@@ -254,7 +237,7 @@ long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *run
     if (!g_scan_unsupported) {
         long n = presence_by_scan(pagemap_fd, start, pages, runs, cap, overflow);
         if (n >= 0) return n;
-        if (errno != ENOTTY && errno != EINVAL) return -1;
+        if (!pagemap::scan_missing((int)n)) return -1;
         g_scan_unsupported = true;
         *overflow = false;
     }
@@ -265,19 +248,19 @@ int page_mapping(int pagemap_fd, uintptr_t addr) {
     if (pagemap_fd < 0) return -1;
     addr &= ~uintptr_t(4095);
     if (!g_scan_unsupported) {
-        PmPageRegion vec[1];
-        PmScanArg arg;
-        memset(&arg, 0, sizeof arg);
-        arg.size = sizeof arg;
-        arg.start = addr;
-        arg.end = addr + 4096;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = 1;
-        arg.category_mask = kPageIsPresent;
-        arg.return_mask = kPageIsPresent | kPageIsHuge;
-        long got = ioctl(pagemap_fd, kPagemapScan, &arg);
-        if (got >= 0) return got == 0 ? 0 : kPageMapped | ((vec[0].categories & kPageIsHuge) ? kPageHuge : 0);
-        if (errno != ENOTTY && errno != EINVAL) return -1;
+        pagemap::PageRegion vec[1];
+        pagemap::ScanRequest request;
+        request.start = addr;
+        request.end = addr + 4096;
+        request.category_mask = pagemap::kPageIsPresent;
+        request.return_mask = pagemap::kPageIsPresent | pagemap::kPageIsHuge;
+        int mapping = 0; // no run: the page is not present
+        int walked = pagemap::walk_runs(pagemap_fd, request, vec, 1, [&](const pagemap::PageRegion &run) {
+            mapping = kPageMapped | ((run.categories & pagemap::kPageIsHuge) ? kPageHuge : 0);
+            return false;
+        });
+        if (walked == 0) return mapping;
+        if (!pagemap::scan_missing(walked)) return -1;
         g_scan_unsupported = true;
     }
     uint64_t entry = 0;

@@ -3,7 +3,7 @@
 
 #include "fd_policy.h"
 #include "log.h"
-#include "pagemap_scan.h"
+#include "pagemap_walk.h"
 
 #include <atomic>
 #include <cerrno>
@@ -22,10 +22,8 @@ namespace spillway::uffd {
 
 namespace {
 
-// The PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap: pagemap_scan.h.
-using PageRegion = pagemap::PageRegion;
-using PmScanArg = pagemap::ScanArg;
-constexpr unsigned long kPagemapScan = pagemap::kScanIoctl;
+// The PAGEMAP_SCAN ioctl on /proc/<pid>/pagemap: pagemap_scan.h, and the
+// walk over its answer, pagemap_walk.h.
 using pagemap::kPageIsWritten;
 using pagemap::kScanCheckWpAsync;
 using pagemap::kScanWpMatching;
@@ -243,28 +241,18 @@ int open_pagemap() {
 }
 
 int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out) {
-    PageRegion vec[128];
-    uintptr_t end = at + len;
-    while (at < end) {
-        PmScanArg arg{};
-        arg.size = sizeof arg;
-        arg.flags = kScanCheckWpAsync | (reprotect ? kScanWpMatching : 0);
-        arg.start = at;
-        arg.end = end;
-        arg.vec = (uint64_t)(uintptr_t)vec;
-        arg.vec_len = sizeof vec / sizeof vec[0];
-        arg.category_mask = kPageIsWritten;
-        arg.return_mask = kPageIsWritten;
-        long got = ioctl(pagemap, kPagemapScan, &arg);
-        if (got < 0) return -errno;
-        for (long i = 0; i < got; i++) {
-            if (!out.empty() && out.back().end == vec[i].start) out.back().end = vec[i].end;
-            else out.push_back({(uintptr_t)vec[i].start, (uintptr_t)vec[i].end});
-        }
-        if (arg.walk_end <= at) return -EIO; // no progress: never loop
-        at = arg.walk_end;
-    }
-    return 0;
+    pagemap::PageRegion vec[128];
+    pagemap::ScanRequest request;
+    request.start = at;
+    request.end = at + len;
+    request.flags = kScanCheckWpAsync | (reprotect ? kScanWpMatching : 0);
+    request.category_mask = kPageIsWritten;
+    request.return_mask = kPageIsWritten;
+    return pagemap::walk_runs(pagemap, request, vec, sizeof vec / sizeof vec[0], [&](const pagemap::PageRegion &run) {
+        if (!out.empty() && out.back().end == run.start) out.back().end = run.end;
+        else out.push_back({(uintptr_t)run.start, (uintptr_t)run.end});
+        return true;
+    });
 }
 
 } // namespace spillway::uffd

@@ -115,11 +115,22 @@ size_t cached_pages(const void *p, size_t len) {
 
 // Reads [p, p+len) in order, a page at a time, slowly enough for several
 // looks (as the first case's pass).
+// Until the sampler has looked once more (at most 2 s).
+void wait_for_a_look() {
+    const uint64_t ticks = sampler_ticks();
+    for (int i = 0; i < 2000 && sampler_ticks() == ticks; i++) sleep_ms(1);
+}
+
+// A reader the detector sees move: each 4 MiB waits for a look. Paced by
+// the sampler's looks, not the clock: its thread is SCHED_BATCH, so on a
+// loaded machine (two busy loops beside it) a reader paced at 15 ms a
+// 4 MiB read a whole buffer between two looks, the chain was never seen,
+// and nothing was read ahead (4 of 12 runs failed so).
 unsigned read_slowly(const unsigned char *p, size_t len) {
     unsigned sum = 0;
     for (size_t i = 0; i < len; i += 4096) {
         sum += ((const volatile unsigned char *)p)[i];
-        if (i % (4 << 20) == 0) sleep_ms(15);
+        if (i % (4 << 20) == 0) wait_for_a_look();
     }
     return sum;
 }
@@ -160,14 +171,15 @@ TEST_CASE("a chain of buffers read in turn: the next buffer is read ahead before
     sum += read_slowly(bufs[1], n); // began at its start as the reader left bufs[0]: a chain
     // The worker has read bufs[1] to its end: bufs[2] is next, before any touch.
     size_t ahead = 0;
-    for (int i = 0; i < 100 && (ahead = cached_pages(bufs[2], n)) < n / 4096 / 2; i++) sleep_ms(10);
+    // Its worker competes for the CPU like any thread: up to 10 s.
+    for (int i = 0; i < 1000 && (ahead = cached_pages(bufs[2], n)) < n / 4096 / 2; i++) sleep_ms(10);
     INFO("bufs[2]: " << ahead << " of " << n / 4096 << " pages cached before the reader came");
     CHECK(ahead >= n / 4096 / 2);
     // One buffer ahead, no more (the worker's last read of bufs[2] may make
     // the kernel read on into bufs[3] when they share a pool file).
     CHECK(cached_pages(bufs[3], n) < n / 4096 / 2);
     sum += read_slowly(bufs[2], n);
-    for (int i = 0; i < 100 && (ahead = cached_pages(bufs[3], n)) < n / 4096 / 2; i++) sleep_ms(10);
+    for (int i = 0; i < 1000 && (ahead = cached_pages(bufs[3], n)) < n / 4096 / 2; i++) sleep_ms(10);
     INFO("bufs[3]: " << ahead << " pages cached before the reader came");
     CHECK(ahead >= n / 4096 / 2);
     CHECK(sum == 7u * (unsigned)(3 * n / 4096));

@@ -353,6 +353,18 @@ void settle(int fd, size_t off, size_t n) {
     posix_fadvise(fd, (off_t)off, (off_t)n, POSIX_FADV_DONTNEED);
 }
 
+// What the copy reads cached pages through (a view of the old file, or the
+// region's own mapping) reads no further than each page: MADV_RANDOM. Its
+// faults are on pages mincore saw cached; one that meets a folio marked for
+// read-ahead (PG_readahead, left by any earlier reader of the range), or a
+// page evicted since, would otherwise read the device's window ahead
+// (read_ahead_kb, 8 MiB on the spill disk here) into page cache, where the
+// classification of the batches after it finds those pages cached: copied
+// through the mapping and counted cached instead of read past page cache
+// and counted disk or skipped as never written, and each window so read
+// marks the next. Fault-around, which maps cached neighbours, is unchanged.
+void no_read_ahead(void *at, size_t n) { madvise(at, n, MADV_RANDOM); }
+
 void set_chunk(uintptr_t a, uintptr_t b) {
     g_chunk_end.store(0); // never a range that mixes two chunks
     g_chunk_start.store(a);
@@ -372,6 +384,7 @@ int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, Disk
     // is read through a view of its own (its cached pages) and O_DIRECT.
     void *view = mmap(nullptr, n, PROT_READ, MAP_SHARED, src.fd, (off_t)(src.file_off + done));
     if (view == MAP_FAILED) return -errno;
+    no_read_ahead(view, n);
     Source old = src;
     old.start = (uintptr_t)view - done;
     auto copy = [&](int to_fd, uint64_t to_off, size_t rel, size_t len) -> int {
@@ -431,6 +444,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     g_region_end.store(src.start + len);
     int rc = 0;
     size_t done = 0;
+    bool advised = false; // a chunk of the old mapping was advised MADV_RANDOM (below)
     // After a chunk lives in dest: the old home's RAM back, the new bytes to disk.
     auto after_chunk = [&](size_t n) {
         g_moved_bytes.store(done + n);
@@ -486,6 +500,14 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         if (out) out->waited_ns += p0 - w0;
         char *dest_map = nullptr;
         bool by_reader = reader_fits;
+        // The reader copies cached pages through the region's own mapping:
+        // none of its faults reads ahead (the chunk is mapped from dest after
+        // it; a chunk that stays, and the undone ones, get the region's
+        // advice back below).
+        if (by_reader) {
+            no_read_ahead((void *)a, n);
+            advised = true;
+        }
         auto map_dest = [&]() -> int {
             void *m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, dest->fd, (off_t)done);
             if (m == MAP_FAILED) return -errno;
@@ -595,6 +617,13 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     g_region_end.store(0);
     g_dest_fd.store(-1);
     if (src.pagemap >= 0) close(src.pagemap);
+    if (rc != 0 && (advised || done > 0)) {
+        // The old home stays: the chunk advised for the copy, and those
+        // mapped again by the undo (default advice), take the region's.
+        int had = r->advice.load(std::memory_order_relaxed);
+        r->advice = 0;
+        advise_region(r, had ? had : initial_advice(len, false));
+    }
     if (out) {
         out->total_ns = monotonic_ns() - t0;
         out->cpu_ns = thread_cpu_ns() - cpu0;

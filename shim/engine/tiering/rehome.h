@@ -86,7 +86,9 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
 
 // How a chunk of a disk region is copied into memory (the promotion's read
 // path). A page in page cache is copied through the region's own mapping
-// (no system call, no disk); a page only on disk — inside an extent that
+// or, in a tracked move, a view of the old file (no system call, no disk;
+// the mapping is advised MADV_RANDOM for the copy, so its faults read
+// nothing ahead for later pages to be counted cached); a page only on disk — inside an extent that
 // was written — is read from the file, consecutive pages in one read; any
 // other page (an unwritten or unallocated extent, not cached) reads as zero
 // and is skipped: a reserved destination already holds zeros there. Walking

@@ -5,7 +5,9 @@
 # tests/meson.build defines, in its order), the packaging suite
 # (tests/packaging/run.sh: builds the .deb and the wheel with
 # tools/package.sh and tests them installed, in a venv and in a clean
-# Debian 12 root) and the Docker integration suite.
+# Debian 12 root) and the Docker integration suite. What only later
+# suites need (the sanitizer builds, the fuzz targets, both packages and
+# the Debian root) compiles niced in the background beside the first ones.
 #
 # One line when a suite starts and one when it ends (its time, passed,
 # failed, and on failure the failing tests' names, the log to read and an

@@ -11,7 +11,8 @@ if [ "${1:-}" = --except-sanitizers ]; then
     # What `ninja` builds by default (meson's "all", which holds every
     # test's programs), less the two sanitizer binaries; ninja's own query.
     mapfile -t targets < <(for t in all meson-test-prereq meson-benchmark-prereq; do ninja -C build -t query "$t"; done |
-        awk '/^    / {print $1}' | grep -vxE 'meson-(test|benchmark)-prereq|tests/hardening/unit_tests_(ubsan|tsan)' | sort -u)
+        awk '/^  input:/ {inputs = 1; next} /^  outputs:/ {inputs = 0} inputs && /^    / {print $1}' |
+        grep -vxE 'meson-(test|benchmark)-prereq|tests/hardening/unit_tests_(ubsan|tsan)' | sort -u)
     ninja -C build "${targets[@]}"
 else
     ninja -C build

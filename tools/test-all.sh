@@ -128,7 +128,8 @@ fi
 # run with --no-rebuild: two ninjas must not share build/.
 sanitizer_targets=""
 grep -qx hardening <<<"$suites" &&
-    sanitizer_targets=$(ninja -C build -t query meson-test-prereq | awk '/^    tests\/hardening\/unit_tests_(ubsan|tsan)$/ {print $1}')
+    sanitizer_targets=$(ninja -C build -t query meson-test-prereq |
+        awk '/^  outputs:/ {exit} /^    tests\/hardening\/unit_tests_(ubsan|tsan)$/ {print $1}')
 background_pid=""
 if [ -n "$sanitizer_targets" ] || [ "$packaging" = 1 ]; then
     # setsid: its own process group, so that an interrupted run stops it all.

@@ -127,7 +127,7 @@ fi
 # packaging suite's Debian root (tests/packaging/run.sh --build-only). The suites
 # run with --no-rebuild: two ninjas must not share build/.
 sanitizer_targets=""
-grep -qx hardening <<<"$suites" &&
+tr ' ' '\n' <<<"$suites" | grep -qx hardening && # one per line, or --suites "a b"
     sanitizer_targets=$(ninja -C build -t query meson-test-prereq |
         awk '/^  outputs:/ {exit} /^    tests\/hardening\/unit_tests_(ubsan|tsan)$/ {print $1}')
 background_pid=""

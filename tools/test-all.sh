@@ -5,7 +5,9 @@
 # tests/meson.build defines, in its order), the packaging suite
 # (tests/packaging/run.sh: builds the .deb and the wheel with
 # tools/package.sh and tests them installed, in a venv and in a clean
-# Debian 12 root) and the Docker integration suite.
+# Debian 12 root) and the Docker integration suite. What only later
+# suites need (the sanitizer builds, the fuzz targets, both packages and
+# the Debian root) compiles niced in the background beside the first ones.
 #
 # One line when a suite starts and one when it ends (its time, passed,
 # failed, and on failure the failing tests' names, the log to read and an
@@ -75,7 +77,7 @@ step() {
 }
 
 step "dependencies (apt)" "$logs/apt.log" bash tools/setup-deps.sh || exit 2
-step "build (meson, build/)" "$logs/build.log" bash tools/build.sh || exit 2
+step "build (meson, build/)" "$logs/build.log" bash tools/build.sh --except-sanitizers || exit 2
 
 # The suites share one Docker daemon, started by the first that needs one
 # (tests/packaging/lib.sh leaves it running for the integration suite). A
@@ -118,11 +120,61 @@ if [ -n "$only" ]; then
     done
     suites=$only
 fi
+# Compiles the suites need only later run niced in the background beside
+# the first suites, which leave a core idle much of the time (they wait on
+# the disk and on the kernel's reclaim): the hardening suite's sanitizer
+# builds of the unit tests and its fuzz targets, then both packages and the
+# packaging suite's Debian root (tests/packaging/run.sh --build-only). The suites
+# run with --no-rebuild: two ninjas must not share build/.
+sanitizer_targets=""
+tr ' ' '\n' <<<"$suites" | grep -qx hardening && # one per line, or --suites "a b"
+    sanitizer_targets=$(ninja -C build -t query meson-test-prereq |
+        awk '/^  outputs:/ {exit} /^    tests\/hardening\/unit_tests_(ubsan|tsan)$/ {print $1}')
+background_pid=""
+if [ -n "$sanitizer_targets" ] || [ "$packaging" = 1 ]; then
+    # setsid: its own process group, so that an interrupted run stops it all.
+    setsid nice -n 19 ionice -c 3 bash -c '
+        logs=$1 packaging=$2; shift 2
+        status=0
+        if [ $# -gt 0 ]; then
+            ninja -C build "$@" >"$logs/build-sanitizers.log" 2>&1 || status=$?
+            # The fuzz targets (clang): the fuzz test builds what is missing.
+            bash tests/hardening/fuzz.sh "$PWD" build/tests/hardening/fuzz build >>"$logs/build-sanitizers.log" 2>&1
+        fi
+        echo "$status" >"$logs/build-sanitizers.status"
+        [ "$packaging" = 1 ] || exit 0
+        status=0
+        bash tests/packaging/run.sh --build-only >"$logs/packaging-build.log" 2>&1 || status=$?
+        echo "$status" >"$logs/packaging-build.status"' _ "$logs" "$packaging" $sanitizer_targets </dev/null &
+    background_pid=$!
+    what=$( { [ -n "$sanitizer_targets" ] && echo "the sanitizer builds"; [ "$packaging" = 1 ] && echo "both packages"; } | paste -sd, - | sed 's/,/ and /')
+    echo "test-all: compiling $what in the background (niced), beside the suites"
+fi
+stop_background() {
+    [ -n "$background_pid" ] && kill -0 "$background_pid" 2>/dev/null && kill -TERM -- "-$background_pid" 2>/dev/null
+    return 0
+}
+trap stop_background EXIT
+# wait_background FILE WHAT: until the background job has written FILE (its
+# step's exit status); says how long the suites waited for it.
+wait_background() {
+    local t0=$SECONDS
+    while [ ! -f "$1" ] && kill -0 "$background_pid" 2>/dev/null; do sleep 1; done
+    [ $((SECONDS - t0)) -gt 0 ] && echo "test-all: waited $((SECONDS - t0)) s for $2 (compiled in the background)"
+    [ -f "$1" ] || echo 1 >"$1" # the job died before it said
+    return 0
+}
+
 for suite in $suites; do
     log="$logs/suite-$suite.log"
+    if [ "$suite" = hardening ] && [ -n "$sanitizer_targets" ]; then
+        wait_background "$logs/build-sanitizers.status" "the sanitizer builds"
+        [ "$(cat "$logs/build-sanitizers.status")" = 0 ] ||
+            echo "test-all: the sanitizer builds failed; their tests will fail; see $logs/build-sanitizers.log"
+    fi
     echo "test-all: suite $suite: started"
     t0=$SECONDS
-    meson test -C build --suite "$suite" --num-processes 1 --print-errorlogs >"$log" 2>&1
+    meson test -C build --no-rebuild --suite "$suite" --num-processes 1 --print-errorlogs >"$log" 2>&1
     ok=$(awk '/^Ok:/{print $2}' "$log"); bad=$(awk '/^Fail:/{print $2}' "$log")
     timeouts=$(awk '/^Timeout:/{print $2}' "$log"); xpass=$(awk '/^Unexpected Pass:/{print $3}' "$log")
     bad=$(( ${bad:-0} + ${timeouts:-0} + ${xpass:-0} ))
@@ -143,8 +195,9 @@ if [ "$packaging" = 1 ]; then
     log="$logs/packaging.log"
     echo "test-all: suite packaging (.deb and wheel): started"
     t0=$SECONDS
+    wait_background "$logs/packaging-build.status" "both packages and the Debian root"
     status=0
-    bash tests/packaging/run.sh >"$log" 2>&1 || status=$?
+    { cat "$logs/packaging-build.log"; bash tests/packaging/run.sh --after-build "$(cat "$logs/packaging-build.status")"; } >"$log" 2>&1 || status=$?
     # Its closing line: "packaging: N passed, M failed (S s)"; a failed test
     # is "packaging: NAME FAILED, S s", a failed build "packaging: tools/package.sh failed".
     summary=$(grep -oE '^packaging: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)

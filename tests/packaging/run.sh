@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run.sh [--dist DIR] — the packaging suite (tools/test-all.sh runs it):
-# builds both packages with tools/package.sh, unless --dist names a
-# directory that already holds them, then tests them as users meet them:
+# run.sh [--dist DIR | --build-only | --after-build STATUS] — the packaging
+# suite (tools/test-all.sh runs it): builds both packages with
+# tools/package.sh, unless --dist names a directory that already holds them,
+# then tests them as users meet them:
 #   contents.sh         what the .deb and the wheel hold; lintian; spillway(1)
 #   wheel.sh            pip install --no-index into venvs here; the numpy job
 #                       in a memory cgroup through the venv's `spillway run`
@@ -12,6 +13,13 @@
 # The Debian root the last two share (root.sh) is made in the background
 # from the moment the .deb is built: while the wheel compiles and the first
 # two tests run.
+# The suite in two halves, for a caller that overlaps the compiles with
+# other work (test-all.sh runs the first niced beside the meson suites):
+#   --build-only          the packages and the Debian root, nothing tested;
+#                         exit status 0 when the packages were built
+#   --after-build STATUS  the tests, on dist/ as the first half left it;
+#                         STATUS is that half's exit status (counted as the
+#                         package build's test, as a whole run counts it)
 # One line per test as it ends (its own lines above it), then
 # "packaging: N passed, M failed"; non-zero exit when anything failed.
 # Needs root (cgroups, debootstrap, Docker). The Debian root is cached under
@@ -20,18 +28,25 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source_root=$(cd "$here/../.." && pwd)
-dist=""
+dist="" half=whole build_status=""
+usage="usage: run.sh [--dist DIR | --build-only | --after-build STATUS]"
 while [ $# -gt 0 ]; do
     case $1 in
         --dist) dist=$(cd "$2" && pwd) || { echo "packaging: --dist $2 is not a directory"; exit 2; }; shift 2 ;;
-        *) echo "packaging: unknown argument $1 (usage: run.sh [--dist DIR])"; exit 2 ;;
+        --build-only) half=build; shift ;;
+        --after-build)
+            [[ "${2:-}" =~ ^[0-9]+$ ]] || { echo "packaging: --after-build needs the build half's exit status ($usage)"; exit 2; }
+            half=tests build_status=$2; shift 2 ;;
+        *) echo "packaging: unknown argument $1 ($usage)"; exit 2 ;;
     esac
 done
 [ "$(id -u)" = 0 ] || { echo "packaging: run as root (memory cgroups, debootstrap, Docker)"; exit 2; }
 
 passed=0 failed=0
 started=$SECONDS
-if [ "${SPILLWAY_PKGTEST_FRESH:-0}" = 1 ]; then
+if [ "$half" = tests ]; then
+    export SPILLWAY_PKGTEST_FRESH=0 # the first half dropped the cache and made the root
+elif [ "${SPILLWAY_PKGTEST_FRESH:-0}" = 1 ]; then
     # From nothing: the cached Debian roots go once, here; the tests then
     # share the one the first of them makes.
     . "$here/lib.sh"
@@ -62,7 +77,17 @@ wait_root() {
 }
 trap 'wait_root >/dev/null; rm -f "$root_log"' EXIT
 
-if [ -z "$dist" ]; then
+if [ "$half" = tests ]; then
+    # The first half ran before (its output is above this in the caller's log).
+    if [ "$build_status" = 0 ]; then
+        passed=$((passed + 1))
+    else
+        echo "packaging: tools/package.sh failed (status $build_status); nothing to test"
+        echo "packaging: 0 passed, 1 failed"
+        exit 1
+    fi
+    dist=$source_root/dist
+elif [ -z "$dist" ]; then
     echo "packaging: building both packages (tools/package.sh)"
     # Read here, not in a pipeline's subshell, so the root's job is this
     # shell's to wait for. Its "building the Debian package… done" line:
@@ -84,6 +109,11 @@ if [ -z "$dist" ]; then
     dist=$source_root/dist
 else
     start_root "$dist"
+fi
+if [ "$half" = build ]; then
+    wait_root
+    echo "packaging: both packages built and the Debian root made ($((SECONDS - started)) s); the tests come after"
+    exit 0
 fi
 
 for t in contents wheel deb wheel_container; do

@@ -79,7 +79,7 @@ void add_sample(RecordSummary &s, const Json &v, std::map<long, LastSeen> &last)
             for (const Json &r : items(regions)) {
                 resident += count(r, "resident");
                 reserved += count(r, "len");
-                if (const Json *e = member(r, "estimated"); e && boolean(e)) estimated = true;
+                if (const Json *flag = member(r, "estimated"); flag && boolean(flag)) estimated = true;
                 std::string phase = text(member(r, "phase"));
                 double rate = (double)count(r, "fault_pages_s");
                 weight[phase] += rate;

@@ -5,6 +5,7 @@
 #include "job_sample.h"
 #include "proc_figures.h"
 #include "region_pages.h"
+#include "sample_fixture.h"
 #include "temp_dir.h"
 #include "top_frame.h"
 
@@ -46,16 +47,7 @@ struct TwoRegions {
 
 // One process's sample holding one region, as JobSampler::take makes it.
 JobSample sample_of(const RegionSample &region) {
-    JobSample js;
-    js.mono_ns = 1;
-    ProcessSample p;
-    p.pid = 42;
-    p.comm = "job";
-    p.has_snapshot = true;
-    p.regions.push_back(region);
-    js.processes.push_back(p);
-    derive(js, JobSample{});
-    return js;
+    return spillway::test::derived_sample(42, "job", {region});
 }
 
 std::string frame_of(const JobSample &js) {

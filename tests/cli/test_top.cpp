@@ -7,6 +7,7 @@
 #include "json.h"
 #include "live_snapshot.h"
 #include "proc_figures.h"
+#include "sample_fixture.h"
 #include "text_sum.h"
 #include "top_frame.h"
 
@@ -310,15 +311,8 @@ TEST_CASE("top: a fork child's private copy of a region is its anonymous memory,
     CHECK(anonymous_in(vmas, 140000000000ull, 64u << 20) == 4u << 20);
     CHECK(is_mapped(vmas, 140000000000ull, 64u << 20, "disk"));
 
-    JobSample s;
-    s.mono_ns = 1;
-    ProcessSample p;
-    p.pid = 4243;
-    p.comm = "python3";
-    p.has_snapshot = true;
-    p.regions.push_back(RegionSample{snap->regions[0], anonymous_in(vmas, 140000000000ull, 64u << 20)});
-    s.processes.push_back(p);
-    derive(s, JobSample{});
+    JobSample s = spillway::test::derived_sample(
+        4243, "python3", {RegionSample{snap->regions[0], anonymous_in(vmas, 140000000000ull, 64u << 20)}});
     const ProcessSample &c = s.processes[0];
     CHECK(c.count[0] == 0); // no disk bytes of its own: the parent's pages are the parent's
     CHECK(c.resident[0] == 0);
@@ -608,15 +602,7 @@ TEST_CASE("top: a column's total holding an estimated region is marked ~ as the 
     disk.backing = "disk";
     RegionSample a{exact, 8u << 20}, b{guessed, 4u << 20}, d{disk, 2u << 20};
     b.estimated = true; // shares a VMA with a, pagemap not read: prorated
-    JobSample s;
-    s.mono_ns = 1;
-    ProcessSample p;
-    p.pid = 4244;
-    p.comm = "python3";
-    p.has_snapshot = true;
-    p.regions = {a, b, d};
-    s.processes.push_back(p);
-    derive(s, JobSample{});
+    JobSample s = spillway::test::derived_sample(4244, "python3", {a, b, d});
     CHECK(s.processes[0].estimated[2]);
     CHECK_FALSE(s.processes[0].estimated[0]);
     std::string frame = joined(render_frame(s, FrameStyle{}));

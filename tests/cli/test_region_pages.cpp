@@ -225,3 +225,32 @@ TEST_CASE("region_pages: without PAGEMAP_SCAN, pagemap is read up to the sample'
     CHECK(frame.find("would read more than 64.0MiB of /proc/PID/pagemap this sample") != std::string::npos);
     CHECK(frame.find("is not readable here") == std::string::npos);
 }
+
+TEST_CASE("pagemap_read_budget: the fallback's budget shrinks with the sampling interval, never grows past 1 s's") {
+    CHECK(pagemap_read_budget(1.0) == kPagemapReadBudget);
+    CHECK(pagemap_read_budget(60.0) == kPagemapReadBudget); // a figure keeps its method at any long interval
+    CHECK(pagemap_read_budget(0.5) == kPagemapReadBudget / 2);
+    uint64_t tenth = pagemap_read_budget(0.1);
+    CHECK(tenth % 8 == 0); // whole entries
+    CHECK(tenth <= kPagemapReadBudget / 10);
+    CHECK(tenth > kPagemapReadBudget / 10 - 8);
+    CHECK(pagemap_read_budget(0) == 0);
+
+    // A sampler taking a sample every 0.1 s hands that budget on, and the
+    // frame's note names the budget the sample had, not the 1 s one.
+    JobSample fast = JobSampler(getpid(), 0.1).take();
+    CHECK(fast.pagemap_read_budget == tenth);
+    CHECK(JobSampler(getpid()).take().pagemap_read_budget == kPagemapReadBudget);
+    TwoRegions t;
+    std::vector<Vma> vmas = read_smaps(getpid());
+    uint64_t spent = 0;
+    Pagemap none(getpid(), &spent);
+    none.without_scan();
+    RegionSample s = region_sample(t.second_view(), vmas, &none);
+    REQUIRE(s.over_budget);
+    JobSample js = sample_of(s);
+    js.pagemap_read_budget = tenth;
+    std::string frame = frame_of(js);
+    INFO(frame);
+    CHECK(frame.find("would read more than 6.40MiB of /proc/PID/pagemap this sample") != std::string::npos);
+}

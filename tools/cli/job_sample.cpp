@@ -86,7 +86,8 @@ JobSample JobSampler::take() {
     }
     // The read fallback's budget (region_pages.h) is the whole sample's: a
     // job of many processes costs no more to sample than one.
-    uint64_t pagemap_read_budget = kPagemapReadBudget;
+    s.pagemap_read_budget = pagemap_read_budget_;
+    uint64_t pagemap_read_budget = pagemap_read_budget_;
     for (pid_t pid : shim_processes(root_ ? &tree : nullptr)) {
         ProcessSample p;
         p.pid = pid;

@@ -93,6 +93,7 @@ struct JobSample {
     uint64_t mono_ns = 0;
     std::vector<ProcessSample> processes; // ascending pid
     std::vector<CgroupSample> cgroups;    // each cgroup of a process above, once
+    uint64_t pagemap_read_budget = kPagemapReadBudget; // the read fallback's budget this sample (region_pages.h)
 };
 
 int backing_index(const std::string &name); // disk 0, memory 1, anon 2, else -1
@@ -100,13 +101,16 @@ int backing_index(const std::string &name); // disk 0, memory 1, anon 2, else -1
 class JobSampler {
   public:
     // root 0: every process under the shim; else only root and its descendants.
-    explicit JobSampler(pid_t root = 0) : root_(root) {
+    // interval_s: the time between samples, which sizes the pagemap read budget.
+    explicit JobSampler(pid_t root = 0, double interval_s = 1.0)
+        : root_(root), pagemap_read_budget_(pagemap_read_budget(interval_s)) {
         if (root) members_[root] = 0; // its start time is read at the first sample
     }
     JobSample take();
 
   private:
     pid_t root_;
+    uint64_t pagemap_read_budget_;
     std::map<pid_t, uint64_t> members_; // the job's processes so far, with their start times (job_processes)
     JobSample previous_;
     struct CachedEnviron {

@@ -67,7 +67,7 @@ void Recorder::start(pid_t root) {
 }
 
 void Recorder::loop(pid_t root) {
-    JobSampler sampler(root);
+    JobSampler sampler(root, interval_s_);
     auto period = std::chrono::nanoseconds((uint64_t)(interval_s_ * 1e9));
     auto next = std::chrono::steady_clock::now();
     for (;;) {

@@ -87,7 +87,8 @@ bool Pagemap::count(uint64_t start, uint64_t len, PageCounts &out, PageMethod *h
     // method every sample whatever the machine's load, so a figure does
     // not flicker between exact and "~" (and tests are deterministic).
     // 64 MiB (32 GiB of regions) took 90-120 ms a sample on a busy 2-core
-    // machine, at most ~10% of a core at the default 1 s interval, where a
+    // machine, at most ~10% of a core at the default 1 s interval (shorter
+    // intervals get less: pagemap_read_budget), where a
     // 64 GiB region alone took 165-200 ms (2.5 s under load) uncapped; the
     // sampler of `run --record` shares the job's cgroup, so its cost is
     // the job's. Checked before a region is read, never spent on half a
@@ -101,6 +102,12 @@ bool Pagemap::count(uint64_t start, uint64_t len, PageCounts &out, PageMethod *h
     if (!by_read(start, end, out)) return false;
     if (how) *how = PageMethod::read;
     return true;
+}
+
+uint64_t pagemap_read_budget(double interval_s) {
+    if (!(interval_s < 1.0)) return kPagemapReadBudget;
+    if (!(interval_s > 0)) return 0;
+    return (uint64_t)(interval_s * (double)(kPagemapReadBudget / 8)) * 8; // whole entries
 }
 
 bool whole_vmas(const std::vector<Vma> &vmas, uint64_t start, uint64_t len) {

@@ -97,7 +97,7 @@ int top_command(const Args &args) {
     if (root && kill(root, 0) != 0 && errno == ESRCH)
         return fail("top", "no process " + std::to_string(root) + " (check the pid with ps)");
 
-    JobSampler sampler(root);
+    JobSampler sampler(root, interval);
     int interval_ms = (int)(interval * 1000);
     if (once) {
         sampler.take(); // the first look has no rates: measure over one interval

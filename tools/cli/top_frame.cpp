@@ -145,7 +145,7 @@ std::vector<std::string> render_frame(const JobSample &s, const FrameStyle &st) 
                           "user or root to count it)");
         if (std::any_of(p.regions.begin(), p.regions.end(), [](const RegionSample &r) { return r.over_budget; }))
             out.push_back("    ~ estimated: the region shares a mapping with its neighbours and counting its pages "
-                          "without PAGEMAP_SCAN would read more than " + human_size(kPagemapReadBudget) +
+                          "without PAGEMAP_SCAN would read more than " + human_size(s.pagemap_read_budget) +
                           " of /proc/PID/pagemap this sample, so the mapping's Rss is shared out by size (Linux 6.7+ "
                           "counts it cheaply)");
         size_t more = regions.size() - shown + p.unlisted;

@@ -10,6 +10,9 @@
 #include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -164,6 +167,19 @@ int create_unnamed_file(int dir_fd) {
         if (errno != EEXIST) return -errno;
     }
     return -EEXIST;
+}
+
+int keep_writes_in_place(int fd) {
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return 0; // not ours to judge: the reservation says what it can
+    bool btrfs = (unsigned long)fs.f_type == BTRFS_SUPER_MAGIC;
+    if (!btrfs && (unsigned long)fs.f_type != OVERLAYFS_SUPER_MAGIC) return 0; // writes in place already
+    int flags = 0;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return btrfs ? errno : 0;
+    if (flags & FS_NOCOW_FL) return 0; // inherited from the directory
+    flags |= FS_NOCOW_FL;
+    if (ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) return btrfs ? errno : 0; // an overlay's upper layer without the flag: nothing to do
+    return 0;
 }
 
 } // namespace spillway

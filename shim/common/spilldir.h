@@ -45,6 +45,17 @@ constexpr const char *kPrivateSpillBase = "/var/tmp";
 // A new unnamed 0600 file in the directory open as dir_fd; fd or -errno.
 int create_unnamed_file(int dir_fd);
 
+// Asks the filesystem to write the empty file fd in place (FS_NOCOW_FL),
+// where it would copy on write: btrfs, or an overlayfs whose upper layer
+// may be btrfs. Call it before the file is reserved (the flag only takes
+// on an empty file). Why: btrfs reserves fresh data space for every page
+// written again after writeback in a copy-on-write file, so fallocate's
+// reservation does not hold: on a full filesystem that write raises
+// SIGBUS; and random rewrites of a mapped file split its extents, which
+// made xz -9 under the shim 5x slower or worse (docs/filesystems.md).
+// 0 when done or not needed (ext4, XFS, ...); an errno when btrfs refused.
+int keep_writes_in_place(int fd);
+
 // Random lower-case hex of n characters (n <= 64), from getrandom or
 // /dev/urandom; "" when neither answers (callers then refuse to name).
 std::string random_hex(int n);

@@ -3,8 +3,9 @@
 // (a container's writable layer) or ext4, each small (320 MiB) and mounted
 // with online discard. Through each: the reservation, a tiering promotion
 // and demotion, a fork child's private remap, spillway_export, the
-// disk-full fallback, and the closes and punches a discard mount makes slow
-// (on the reaper thread, never in free()).
+// disk-full fallback, a page written again after writeback on a full
+// filesystem, and the closes and punches a discard mount makes slow (on the
+// reaper thread, never in free()).
 //
 // The program is also its own jobs (argv[1]): "full-job" fills the
 // filesystem, "reaper-job" frees regions under strace (see their comments).
@@ -25,8 +26,13 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <linux/fs.h>
+#include <linux/magic.h>
 #include <string>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -90,6 +96,61 @@ int full_job() {
         if (first_mismatch(regions[i], 0, 64 * MiB, 100 + i) != SIZE_MAX) return 4;
     printf("on_disk=%d\nregions=%zu\n", on_disk, regions.size());
     for (void *p : regions) free(p);
+    return 0;
+}
+
+// Whether every spill file this process holds open writes in place (btrfs'
+// FS_NOCOW_FL): 1 yes, 0 one does not, -1 no spill file open.
+int spill_files_write_in_place() {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return -1;
+    std::string dir = spill_dir() + "/";
+    int verdict = -1;
+    while (struct dirent *e = readdir(d)) {
+        char target[4096];
+        std::string link = std::string("/proc/self/fd/") + e->d_name;
+        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+        if (n <= 0) continue;
+        target[n] = 0;
+        if (strncmp(target, dir.c_str(), dir.size()) != 0) continue;
+        int flags = 0;
+        bool in_place = ioctl(atoi(e->d_name), FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL);
+        verdict = (verdict == 0 || !in_place) ? 0 : 1;
+    }
+    closedir(d);
+    return verdict;
+}
+
+// rewrite-full-job: a disk region written and written back (clean), the
+// filesystem then filled to its last block by another file, and pages of
+// the region written again. ext4 and XFS write them where they are; btrfs
+// copies a copy-on-write file's page to new space, which a full filesystem
+// does not have: SIGBUS, whatever fallocate reserved. The shim's spill
+// files on btrfs are FS_NOCOW_FL, so the write stays in place.
+// Prints whether the spill files write in place.
+int rewrite_full_job() {
+    const size_t n = 32 * MiB, page = 4096, stride = 128 * page; // 64 pages written again
+    char *p = (char *)spillway_alloc_disk(n, 0);
+    if (!p || spillway_backing(p) != SPILLWAY_DISK) return 3;
+    fill(p, 0, n, 7);
+    if (msync(p, n, MS_SYNC) != 0) return 4;
+    int in_place = spill_files_write_in_place();
+    std::string filler = spill_dir() + "/../filler"; // on the spill filesystem, outside the directory
+    int fd = open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return 5;
+    static char block[1 << 20];
+    memset(block, 1, sizeof block);
+    for (size_t chunk : {sizeof block, (size_t)page}) // MiBs, then the last pages
+        while (write(fd, block, chunk) == (ssize_t)chunk) fsync(fd);
+    fsync(fd);
+    syncfs(fd);
+    close(fd);
+    for (size_t off = 0; off < n; off += stride) fill(p, off, 8, 11); // one word a page: the page faults again
+    for (size_t off = 0; off < n; off += stride)
+        if (first_mismatch(p, off, 8, 11) != SIZE_MAX || first_mismatch(p, off + 8, stride - 8, 7) != SIZE_MAX) return 6;
+    unlink(filler.c_str());
+    printf("in_place=%d\nfree_kib=%llu\n", in_place, (unsigned long long)(fs_free() >> 10));
+    free(p);
     return 0;
 }
 
@@ -316,6 +377,23 @@ TEST_CASE("a filesystem that fills: the allocations that find no room fall back 
     unlink(err.c_str());
 }
 
+TEST_CASE("a full filesystem: a spilled page written again after writeback does not raise SIGBUS") {
+    empty_spill_dir();
+    SpawnOptions o;
+    o.program = self_exe();
+    o.set_env = {"SPILLWAY_LOG=warn"};
+    int status = -1;
+    std::string out = run_helper({"rewrite-full-job"}, &status, o);
+    unlink((spill_dir() + "/../filler").c_str()); // a job killed by SIGBUS left the filesystem full
+    INFO("rewrite-full-job, exit " << status << " (135: SIGBUS):\n" << out);
+    CHECK(status == 0);
+    struct statfs fs;
+    REQUIRE(statfs(spill_dir().c_str(), &fs) == 0);
+    auto k = keys(out);
+    if ((unsigned long)fs.f_type == BTRFS_SUPER_MAGIC) CHECK(k["in_place"] == "1");
+    CHECK(list_dir(spill_dir()).empty());
+}
+
 TEST_CASE("closes and punches, which a discard mount makes slow, are the reaper's: free() never waits for one") {
     empty_spill_dir();
     std::string log = scratch("reaper-job.strace");
@@ -392,6 +470,7 @@ TEST_CASE("closes and punches, which a discard mount makes slow, are the reaper'
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "full-job") == 0) return full_job();
     if (argc == 2 && strcmp(argv[1], "reaper-job") == 0) return reaper_job();
+    if (argc == 2 && strcmp(argv[1], "rewrite-full-job") == 0) return rewrite_full_job();
     std::string why;
     if (!MemoryCgroup::create(&why)) {
         fprintf(stderr, "SKIP: %s\n", why.c_str());

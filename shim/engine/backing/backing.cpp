@@ -74,6 +74,7 @@ SpillFile *disk_pool(int &err) {
             err = -fd;
             return nullptr;
         }
+        make_spill_file_write_in_place(fd);
         g_disk_pool = new_spill_file(fd, Backing::disk, true);
         if (!g_disk_pool) {
             close(fd);
@@ -110,6 +111,17 @@ int ensure_memfd_size(SpillFile *f, uint64_t end) {
     return ftruncate(f->fd, (off_t)end) == 0 ? 0 : errno;
 }
 } // namespace
+
+void make_spill_file_write_in_place(int fd) {
+    int err = keep_writes_in_place(fd);
+    if (!err) return;
+    static RepeatedWarning repeats;
+    LogLevel at = repeats.level(err);
+    SPW_LOG_AT(at, "could not make a spill file in %s write in place on btrfs (FS_NOCOW_FL: %s): its pages "
+                   "written again after writeback need new disk space, so a full filesystem raises SIGBUS; "
+                   "use a spill directory on ext4 or XFS, or one made with 'chattr +C'%s",
+               spill_dir_path().c_str(), strerror(err), RepeatedWarning::tail(at));
+}
 
 static_assert(sizeof stats_key::kFallbackNames / sizeof *stats_key::kFallbackNames == (size_t)Fallback::count_,
               "stats_format.h names every Fallback, in order");
@@ -253,6 +265,7 @@ const std::string &spill_dir_path() { return dir().path; }
 int new_dedicated_disk_file(size_t len, SpillFile **out) {
     int fd = create_unnamed_file(spill_dir_fd());
     if (fd < 0) return -fd;
+    make_spill_file_write_in_place(fd);
     if (int err = reserve(fd, 0, len)) {
         close(fd);
         return err;

@@ -41,6 +41,11 @@ const SpillDir &spill_dir();
 bool disk_usable();
 const std::string &disk_unusable_reason();
 int spill_dir_fd();
+
+// A new, empty spill file made to write in place before it is reserved
+// (keep_writes_in_place, spilldir.h: on btrfs the reservation holds only
+// then); one warning per reason when the filesystem refuses.
+void make_spill_file_write_in_place(int fd);
 const std::string &spill_dir_path();
 
 // Maps [start, start+len) of the arena RW with the requested backing and

@@ -145,6 +145,7 @@ int shm_resize(int fd, off_t size, bool truncate_call, int mode, off_t offset) {
     syscall(SYS_unlinkat, dir, name.c_str(), 0); // a stale one from a crashed run
     int spill = (int)raw_openat(dir, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     int err = spill < 0 ? errno : 0;
+    if (!err) make_spill_file_write_in_place(spill);
     if (!err && syscall(SYS_fallocate, spill, 0, (off_t)0, end) != 0) err = errno;
     if (err) {
         if (spill >= 0) {

@@ -66,14 +66,35 @@ inline void format_checked(char *out, size_t cap, uint64_t threshold, int level,
     snprintf(out, cap, "%llu:%d:%016llx", (unsigned long long)threshold, level, (unsigned long long)hash);
 }
 
-// Parses a marker; false if it is not one.
+// Parses a marker, exactly as format_checked writes one; false if it is
+// not one (the settings are then judged as without a runner). By hand, not
+// sscanf: the front parses it before main in every process `spillway run`
+// starts, and scanf's first call faulted in and bound its code there
+// (about 10 us of /bin/true's start-up).
 inline bool parse_checked(const char *text, uint64_t *threshold, int *level, uint64_t *hash) {
     if (!text) return false;
-    unsigned long long t = 0, h = 0;
-    int l = 0, used = 0;
-    if (sscanf(text, "%llu:%d:%16llx%n", &t, &l, &h, &used) != 3 || text[used] != '\0') return false;
+    const char *p = text;
+    uint64_t t = 0, l = 0, h = 0;
+    int digits = 0;
+    for (; *p >= '0' && *p <= '9'; p++, digits++) {
+        if (t > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return false;
+        t = t * 10 + (uint64_t)(*p - '0');
+    }
+    if (!digits || *p++ != ':') return false;
+    for (digits = 0; *p >= '0' && *p <= '9'; p++, digits++) {
+        l = l * 10 + (uint64_t)(*p - '0');
+        if (l > 1000) return false; // a level is a small number
+    }
+    if (!digits || *p++ != ':') return false;
+    for (digits = 0; *p && digits < 16; p++, digits++) {
+        char c = *p;
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (v < 0) return false;
+        h = h << 4 | (uint64_t)v;
+    }
+    if (!digits || *p != '\0') return false;
     *threshold = t;
-    *level = l;
+    *level = (int)l;
     *hash = h;
     return true;
 }

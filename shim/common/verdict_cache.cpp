@@ -181,11 +181,19 @@ bool verdict_cache_lookup(const char *dir_path, const EngineIdentity &engine, co
     // where /var/tmp lacks its sticky bit, by another user; and then only
     // a file of this user's own, private, can be read (read_cache): one
     // only this user's engines wrote.
-    char file[PATH_MAX];
+    // A short buffer, built by hand: the front looks up before main, where
+    // a PATH_MAX frame put its calls on stack pages the loader had not
+    // touched, and printf's first call faulted its code in. The front's
+    // directory is the default one (verdict_cache_dir: a few dozen bytes);
+    // a longer one only misses.
+    char file[256];
+    size_t dir_len = strlen(dir_path);
+    if (dir_len + 1 + sizeof kVerdictCacheName > sizeof file) return false;
+    memcpy(file, dir_path, dir_len);
+    file[dir_len] = '/';
+    memcpy(file + dir_len + 1, kVerdictCacheName, sizeof kVerdictCacheName);
     struct stat st;
-    if (snprintf(file, sizeof file, "%s/%s", dir_path, kVerdictCacheName) >= (int)sizeof file ||
-        lstat(dir_path, &st) != 0 || !private_to_me(st, S_IFDIR, S_IWGRP | S_IWOTH))
-        return false;
+    if (lstat(dir_path, &st) != 0 || !private_to_me(st, S_IFDIR, S_IWGRP | S_IWOTH)) return false;
     size_t size = 0;
     char *data = read_cache(AT_FDCWD, file, &size, keep);
     if (!data) return false;

@@ -180,16 +180,47 @@ void front_fork_child() {
 
 // The engine lives next to this library: its directory as the loader
 // recorded it (absolute even when LD_PRELOAD named a relative path).
-void engine_file_path(char *out, size_t cap) {
+// Joined by hand, not snprintf: the front asks before main when a config
+// is named, and printf's first call faulted its code in there.
+// The directory of a library loaded by a relative name: the loader's
+// origin for it (absolute). Apart, with its PATH_MAX buffer, so that the
+// usual case keeps a shallow frame before main.
+__attribute__((noinline)) static size_t origin_of(struct link_map *self, char *out, size_t cap) {
+    char origin[PATH_MAX];
+    if (dlinfo(self, RTLD_DI_ORIGIN, origin) != 0 || !origin[0]) return 0;
+    size_t dir = strlen(origin);
+    origin[dir++] = '/'; // dlinfo wrote at most PATH_MAX bytes, its NUL included
+    if (cap) memcpy(out, origin, dir < cap ? dir : cap - 1);
+    return dir;
+}
+
+size_t engine_file_path(char *out, size_t cap) {
     Dl_info info;
     struct link_map *self = nullptr;
-    char origin[PATH_MAX];
-    if (dladdr1((void *)&engine_file_path, &info, (void **)&self, RTLD_DL_LINKMAP) && self &&
-        dlinfo(self, RTLD_DI_ORIGIN, origin) == 0 && origin[0]) {
-        snprintf(out, cap, "%s/%s", origin, kEngineName);
-        return;
+    const char *origin = nullptr;
+    size_t dir = 0;
+    if (dladdr1((void *)&engine_file_path, &info, (void **)&self, RTLD_DL_LINKMAP) && self) {
+        // The name the loader opened: when absolute, its directory is the
+        // origin dlinfo would give (the loader derives one from the other).
+        const char *name = info.dli_fname;
+        const char *slash = name && name[0] == '/' ? strrchr(name, '/') : nullptr;
+        if (slash) {
+            origin = name;
+            dir = (size_t)(slash - name) + 1;
+        } else {
+            dir = origin_of(self, out, cap);
+        }
     }
-    snprintf(out, cap, "%s", kEngineName); // the loader's search path
+    size_t needed = dir + sizeof kEngineName - 1; // without a directory: the loader's search path
+    if (cap) {
+        size_t k = dir < cap ? dir : cap - 1;
+        if (origin) memcpy(out, origin, k);
+        size_t rest = cap - 1 - k;
+        size_t name = sizeof kEngineName - 1 < rest ? sizeof kEngineName - 1 : rest;
+        memcpy(out + k, kEngineName, name);
+        out[k + name] = 0;
+    }
+    return needed;
 }
 
 size_t derive_threshold_if_pending() {
@@ -219,9 +250,11 @@ const EngineApi *engine_for_control() {
 
 // A bad setting: its one line, then exit 78, or (SPILLWAY_ON_ERROR=continue)
 // the job runs with the shim off. The line is the engine's config_error's.
-static void refuse_at_start(const StartVerdict &v, const char *on_error) {
+// Not inlined: its 8.8 KiB line would deepen the constructor's frame in
+// every process, and pages of stack the loader did not touch cost a fault.
+__attribute__((noinline, cold)) static void refuse_at_start(const StartVerdict &v, const char *on_error) {
     bool continuing = config_error_continues(on_error);
-    char line[sizeof v.message + 128];
+    char line[StartVerdict::kMessageCap + 128];
     int n = snprintf(line, sizeof line, "%s%s%s\n", kConfigErrorStart, v.message,
                      continuing ? kConfigErrorContinues : kConfigErrorStops);
     ssize_t ignored = write(2, line, n > 0 && (size_t)n < sizeof line ? (size_t)n : 0);
@@ -235,14 +268,15 @@ static void refuse_at_start(const StartVerdict &v, const char *on_error) {
 __attribute__((constructor(101))) static void spillway_front_constructor(int, char **argv, char **) {
     pthread_atfork(front_fork_prepare, front_fork_parent, front_fork_child);
     StartVerdict verdict;
-    {
-        StdioGuard guard; // nothing opened at start-up may land in a closed 0/1/2
-        judge_settings_at_start(&g_request, &verdict);
-        if (verdict.mode == StartMode::engine_judges) { // before main: a bad setting stops the job here
-            g_state.store(kWaiting, std::memory_order_release);
-            settle();
-            return;
-        }
+    // Unguarded: what the front opens to judge is closed at once or moved
+    // above stdio (the log file); the guard's three fcntl calls are paid
+    // only where the engine starts now.
+    judge_settings_at_start(&g_request, &verdict);
+    if (verdict.mode == StartMode::engine_judges) { // before main: a bad setting stops the job here
+        StdioGuard guard; // nothing the engine opens at start-up may land in a closed 0/1/2
+        g_state.store(kWaiting, std::memory_order_release);
+        settle();
+        return;
     }
     if (verdict.mode == StartMode::refused) return refuse_at_start(verdict, g_request.on_error);
     // The defaults, or judged settings: the engine starts at its first use,

@@ -64,7 +64,8 @@ const EngineApi *engine_for_control();
 // only in a process that allocates that much: start-up reads nothing.
 size_t derive_threshold_if_pending();
 
-// Where the engine is: next to this library (libspillway_engine.so).
-void engine_file_path(char *out, size_t cap);
+// Where the engine is: next to this library (libspillway_engine.so), cut
+// to fit cap; returns the path's whole length (>= cap: it was cut).
+size_t engine_file_path(char *out, size_t cap);
 
 } // namespace spillway

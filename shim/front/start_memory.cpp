@@ -9,7 +9,12 @@ namespace {
 // 64 KiB: the variables, a config's text and the cache file of eight small
 // configs. Only the pages written are ever faulted in.
 constexpr size_t kAreaBytes = 64 * 1024;
-alignas(8) char g_area[kAreaBytes];
+// In .lbss, which the linker places after all of .bss: the front's small
+// variables (the arena's bounds read by every free, the command line) then
+// share the page the loader already wrote when it zeroed .bss's start,
+// with this area's first bytes, instead of sitting past 64 KiB of it on
+// a page of their own (one fault more in every process, 3-7 us here).
+alignas(8) char g_area[kAreaBytes] __attribute__((section(".lbss")));
 size_t g_used = 0; // start-up runs on one thread (the front's constructor)
 } // namespace
 

@@ -68,11 +68,42 @@ bool read_config(const char *path, StartRequest *req) {
     return true;
 }
 
+// The variables the front reads at start-up (kSettingVariables, then
+// these), found in one pass over the environment: nine getenv calls
+// scanned it nine times, the first bound lazily (about 2,500 instructions
+// before main in every process). As getenv: the first of a name counts.
+constexpr size_t kOnError = kSettingVariableCount, kChecked = kSettingVariableCount + 1, kFound = kChecked + 1;
+
+const char *value_of(const char *name, const char *entry) { // entry: "NAME=value"; nullptr: another name
+    while (*name && *name == *entry) name++, entry++;
+    return !*name && *entry == '=' ? entry + 1 : nullptr;
+}
+
+void find_variables(const char *found[kFound]) {
+    static constexpr char kPrefix[] = "SPILLWAY_";
+    for (size_t i = 0; i < kFound; i++) found[i] = nullptr;
+    for (char **e = environ; e && *e; e++) {
+        const char *entry = *e;
+        size_t k = 0;
+        while (k < sizeof kPrefix - 1 && entry[k] == kPrefix[k]) k++;
+        if (k < sizeof kPrefix - 1) continue;
+        for (size_t i = 0; i < kFound; i++) {
+            const char *name = i < kSettingVariableCount ? kSettingVariables[i]
+                               : i == kOnError           ? "SPILLWAY_ON_ERROR"
+                                                         : kCheckedMarker;
+            if (const char *value = value_of(name, entry)) {
+                if (!found[i]) found[i] = value;
+                break;
+            }
+        }
+    }
+}
+
 // `spillway run` judged exactly these settings and this config text.
-bool judged_by_runner(StartRequest *req, StartVerdict *v) {
+bool judged_by_runner(StartRequest *req, StartVerdict *v, const char *checked) {
     uint64_t threshold = 0, hash = 0;
     int level = 0;
-    if (!parse_checked(getenv(kCheckedMarker), &threshold, &level, &hash)) return false;
+    if (!parse_checked(checked, &threshold, &level, &hash)) return false;
     if (req->env[kConfig] && !req->config_text) return false; // unread: not the text it judged
     // The runner judged its tag: a bad one is not the runner's, so the engine judges it and says why.
     const char *run = req->env[kStatsRun];
@@ -103,40 +134,43 @@ bool open_log(const SimpleSettings &s, StartVerdict *v) {
         v->log_fd = fd;
         return true;
     }
-    int n = snprintf(v->message, sizeof v->message, "%s: key 'log.file': cannot open %s (%s); point log.file at a writable file, or set it to \"\" to log to stderr", s.source,
+    int n = snprintf(v->message, StartVerdict::kMessageCap, "%s: key 'log.file': cannot open %s (%s); point log.file at a writable file, or set it to \"\" to log to stderr", s.source,
                      s.log_file, strerror(errno));
-    v->mode = fits((size_t)n, sizeof v->message) ? StartMode::refused : StartMode::engine_judges;
+    v->mode = fits((size_t)n, StartVerdict::kMessageCap) ? StartMode::refused : StartMode::engine_judges;
     return false;
 }
 
 // A directory the job named, where a refusal stops it (the engine's
 // spill_dir_refusal_is_fatal, less spill_dir_falls_back: a directory of
 // another user is replaced by a private one, tmpfs only warns).
+// Buffers of a few hundred bytes, not PATH_MAX: start-up's frames stay
+// within the stack the loader already touched (a fresh page costs 3-7 us);
+// a longer path or message is the engine's to judge.
 bool check_named_dir(const SimpleSettings &s, StartVerdict *v) {
     if (!s.spill_dir_given || !policy_needs_disk(s.policy)) return true;
-    char path[2 * PATH_MAX];
+    char path[512];
     size_t len = strlen(s.spill_dir);
     if (len >= sizeof path) return v->mode = StartMode::engine_judges, false;
     memcpy(path, s.spill_dir, len + 1);
-    char why[PATH_MAX + 512];
+    char why[1024];
     SpillDirCheck d;
     check_spill_dir_verdict(path, s.allow_tmpfs, &d, why, sizeof why); // the engine opens it at its first spill
     if (d.usable || d.on_tmpfs || d.foreign) return true;
     if (!fits(d.why_needed, sizeof why)) return v->mode = StartMode::engine_judges, false;
-    int n = snprintf(v->message, sizeof v->message, "%s: key 'spill.dir': %s", s.source, why);
-    v->mode = fits((size_t)n, sizeof v->message) ? StartMode::refused : StartMode::engine_judges;
+    int n = snprintf(v->message, StartVerdict::kMessageCap, "%s: key 'spill.dir': %s", s.source, why);
+    v->mode = fits((size_t)n, StartVerdict::kMessageCap) ? StartMode::refused : StartMode::engine_judges;
     return false;
 }
 
 // The variables as they are now, copied: a program may overwrite its
 // initial environment in place later (setproctitle does, to show a longer
 // process title), and the engine may start much later. false: none is set.
-bool snapshot_variables(StartRequest *req) {
+bool snapshot_variables(StartRequest *req, const char *found[kFound]) {
     const char *values[kSettingVariableCount + 1];
     size_t total = 0;
     bool any = false;
     for (size_t i = 0; i <= kSettingVariableCount; i++) {
-        const char *v = getenv(i < kSettingVariableCount ? kSettingVariables[i] : "SPILLWAY_ON_ERROR");
+        const char *v = found[i];
         values[i] = v && *v ? v : nullptr;
         if (values[i]) total += strlen(values[i]) + 1;
         any = any || (values[i] && i < kSettingVariableCount);
@@ -157,8 +191,16 @@ bool snapshot_variables(StartRequest *req) {
 
 } // namespace
 
+// The refusal's message (StartVerdict::message): written only when a
+// setting is refused, so it stays off the pages start-up touches (.lbss:
+// after the front's other variables).
+char g_refusal[StartVerdict::kMessageCap] __attribute__((section(".lbss")));
+
 void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
-    bool any = snapshot_variables(req);
+    v->message = g_refusal;
+    const char *found[kFound];
+    find_variables(found);
+    bool any = snapshot_variables(req, found);
     req->judged = true; // unless the engine must start now (below)
     v->mode = StartMode::defaults;
     v->threshold = kDefaultThreshold;
@@ -167,7 +209,7 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
 
     const char *config = req->env[kConfig];
     if (config) read_config(config, req);
-    if (judged_by_runner(req, v)) {
+    if (judged_by_runner(req, v, found[kChecked])) {
         v->mode = StartMode::judged;
         return;
     }
@@ -178,10 +220,11 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
     SimpleSettings s;
     void *storage = nullptr; // stays nullptr: the entry is read into start_keep memory, never freed
     if (config) {
-        char engine[PATH_MAX + 64];
-        engine_file_path(engine, sizeof engine);
+        char engine[512]; // longer: the engine judges (check_named_dir says why not PATH_MAX)
         ConfigVerdict c;
-        if (!req->config_text || !engine_identity(engine, &req->engine)) return;
+        if (!req->config_text || engine_file_path(engine, sizeof engine) >= sizeof engine ||
+            !engine_identity(engine, &req->engine))
+            return;
         char cache[64];
         verdict_cache_dir(cache, sizeof cache);
         if (!verdict_cache_lookup(cache, req->engine, req->config_text, req->config_len, &c, &storage,
@@ -202,8 +245,12 @@ void judge_settings_at_start(StartRequest *req, StartVerdict *v) {
         s.stats_run = c.stats_run;
     }
     size_t needed = 0;
-    if (!apply_env_overrides(&s, request_lookup, req, v->message, sizeof v->message, &needed)) {
-        if (fits(needed, sizeof v->message)) v->mode = StartMode::refused;
+    // First with no room: good variables (the usual case) then write
+    // nothing into the message's buffer, whose page start-up otherwise
+    // never touches; a refusal asks again for its words.
+    if (!apply_env_overrides(&s, request_lookup, req, nullptr, 0, &needed)) {
+        apply_env_overrides(&s, request_lookup, req, v->message, StartVerdict::kMessageCap, &needed);
+        if (fits(needed, StartVerdict::kMessageCap)) v->mode = StartMode::refused;
         return;
     }
     if (!open_log(s, v) || !check_named_dir(s, v)) {

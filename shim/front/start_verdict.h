@@ -55,7 +55,12 @@ struct StartVerdict {
     int log_fd = 2;
     const char *stats_file = nullptr; // judged: this process's line should the engine never start
     const char *stats_run = nullptr;  // ...and the run tag it carries (stats_run.h); nullptr: none
-    char message[2 * PATH_MAX + 512]; // refused: the config error (after "spillway: config error: ")
+    // refused: the config error (after "spillway: config error: "), in a
+    // static buffer (judge_settings_at_start points this at it): on the
+    // stack, its 8.7 KiB put the constructor's calls two pages deeper than
+    // the loader had gone, a fresh stack page (3-7 us) each.
+    static constexpr size_t kMessageCap = 2 * PATH_MAX + 512;
+    char *message = nullptr;
 };
 
 // Fills the request the engine will start with (the variables as they are

@@ -75,11 +75,18 @@ void keep_command_line(const char *const *argv) {
     g_command_len = n;
 }
 
-void write_empty_stats_line(const char *pattern, const char *run) {
-    namespace key = stats_key;
-    if (!pattern || !*pattern) return;
-    char path[4096], num[24];
-    const char *pid = decimal(num, sizeof num, (long)getpid());
+namespace {
+
+constexpr int kStatsOpenFlags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+constexpr size_t kPathCap = 4096;
+
+// The pattern with each %p replaced by the pid, opened. Apart and not
+// inlined, and only for a pattern that needs it: its 4 KiB buffer in the
+// destructor's frame put the calls below it (the lazy binding of write,
+// whose saved register state is large) on a stack page start-up had not
+// touched, one fault more at every exit.
+__attribute__((noinline)) int open_expanded(const char *pattern, const char *pid) {
+    char path[kPathCap];
     size_t n = 0;
     for (const char *c = pattern; *c && n + 24 < sizeof path; c++) {
         if (c[0] == '%' && c[1] == 'p') {
@@ -90,6 +97,33 @@ void write_empty_stats_line(const char *pattern, const char *run) {
         }
     }
     path[n] = 0;
+    return open(path, kStatsOpenFlags, 0600);
+}
+
+// getenv's answer at exit, without getenv: start-up no longer calls it, so
+// its first call here bound it lazily (see open_expanded for what that
+// costs). The first of a name counts, as for getenv.
+const char *env_value(const char *name) {
+    for (char **e = environ; e && *e; e++) {
+        const char *n = name, *entry = *e;
+        while (*n && *n == *entry) n++, entry++;
+        if (!*n && *entry == '=') return entry + 1;
+    }
+    return nullptr;
+}
+
+} // namespace
+
+void write_empty_stats_line(const char *pattern, const char *run) {
+    namespace key = stats_key;
+    if (!pattern || !*pattern) return;
+    char num[24];
+    const char *pid = decimal(num, sizeof num, (long)getpid());
+    bool expand = false; // the pattern names the pid, or is too long to be copied whole
+    size_t len = 0;
+    for (; pattern[len]; len++)
+        if (pattern[len] == '%' && pattern[len + 1] == 'p') expand = true;
+    expand = expand || len + 24 >= kPathCap;
 
     char line[2048];
     Out o{line, sizeof line - 1};
@@ -103,11 +137,11 @@ void write_empty_stats_line(const char *pattern, const char *run) {
     }
     o.member(key::cmd);
     o.quoted(g_command, g_command_len);
-    if (const char *v = getenv("RANK")) {
+    if (const char *v = env_value("RANK")) {
         o.member(key::rank);
         o.quoted(v, strlen(v));
     }
-    if (const char *v = getenv("LOCAL_RANK")) {
+    if (const char *v = env_value("LOCAL_RANK")) {
         o.member(key::local_rank);
         o.quoted(v, strlen(v));
     }
@@ -149,7 +183,7 @@ void write_empty_stats_line(const char *pattern, const char *run) {
     o.add("[]}\n");
     if (o.cut) return; // no half line
 
-    int out = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int out = expand ? open_expanded(pattern, pid) : open(pattern, kStatsOpenFlags, 0600);
     if (out < 0) return;
     ssize_t ignored = write(out, line, o.used);
     (void)ignored;

@@ -149,3 +149,11 @@ TEST_CASE("spill_dir_check: the default directory is per user") {
     default_spill_dir_text(out, sizeof out);
     CHECK(std::string(out) == "/var/tmp/spillway-" + std::to_string(geteuid()));
 }
+
+TEST_CASE("spill_dir_check: the default directory's text is cut as snprintf cuts it") {
+    std::string full = "/var/tmp/spillway-" + std::to_string(geteuid());
+    char out[8];
+    CHECK(default_spill_dir_text(out, sizeof out) == (int)full.size());
+    CHECK(std::string(out) == full.substr(0, sizeof out - 1));
+    CHECK(default_spill_dir_text(nullptr, 0) == (int)full.size());
+}

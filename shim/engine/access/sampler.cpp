@@ -867,6 +867,9 @@ uint64_t tick(uint64_t now) {
         // moves), and only around their front.
         bool full = g_full_due[i];
         if (!full && !needs_fast_looks(t)) continue;
+        // Blocks evicted since the probes' last cycle are news again
+        // (page_probes.h, probes_unmask): before the look applies the mask.
+        if (full && t.probes) probes_unmask(*t.probes, g_pagemap);
         if (!full) {
             look(t, now, stream_window(t), nullptr, 0, faults_moved);
         } else if (all < 0) {

@@ -224,6 +224,41 @@ TEST_CASE("probes: the queued pages are unmapped with their bytes kept, and mapp
     CHECK(live.intact());
 }
 
+// probes_unmask, which the sampler calls before each full look: a zapped
+// block is unmasked once mapped again, or once none of it is cached (a
+// block evicted while the set rests is news to presence when re-read;
+// docs/flakes.md, the chain case), and kept masked while merely unmapped.
+TEST_CASE("probes: a zapped block stays masked while unmapped but cached, and is unmasked once mapped again or evicted") {
+    ProbedRegion live;
+    ProbeSet &s = *live.s;
+    for (uint32_t i = 0; i < s.count; i++) s.zapped[i / 64] |= 1ull << (i % 64); // as if each ended a 2 MiB mapping
+    auto zapped = [&](bool in_block0) {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < s.count; i++)
+            n += (s.page[i] < 512) == in_block0 && (s.zapped[i / 64] >> (i % 64) & 1);
+        return n;
+    };
+    const uint32_t in_block0 = [&] {
+        uint32_t n = 0;
+        for (uint32_t i = 0; i < s.count; i++) n += s.page[i] < 512;
+        return n;
+    }();
+    REQUIRE(in_block0 > 0);
+    // Block 0 written back and unmapped: its pages stay cached.
+    REQUIRE(msync(live.p, 2 << 20, MS_SYNC) == 0);
+    REQUIRE(madvise(live.p, 2 << 20, MADV_DONTNEED) == 0);
+    probes_unmask(s, live.pagemap);
+    CHECK(zapped(false) == 0);        // the other blocks are mapped: unmasked
+    CHECK(zapped(true) == in_block0); // unmapped but cached: a refault is no news
+    CHECK(std::any_of(s.masked, s.masked + s.n_masked, [](const PageRun &m) { return m.count == 512; }));
+    // Evicted: a later read of it comes from disk, and is news.
+    REQUIRE(posix_fadvise(live.r->file->fd, (off_t)live.r->file_off, 2 << 20, POSIX_FADV_DONTNEED) == 0);
+    probes_unmask(s, live.pagemap);
+    CHECK(zapped(true) == 0);
+    CHECK(std::all_of(s.masked, s.masked + s.n_masked, [](const PageRun &m) { return m.count == 1; }));
+    CHECK(live.intact());
+}
+
 TEST_CASE("probes: a region pinned, marked moving, reborn, freed or made private before the check is left alone") {
     SECTION("pinned (a realloc under way): busy, tried again later") {
         ProbedRegion live;

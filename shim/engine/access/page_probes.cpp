@@ -119,16 +119,24 @@ bool block_evicted(uintptr_t start, uint64_t pages, uint64_t except) {
 // read-ahead.
 void unmask_refaulted(ProbeSet &s, int pagemap_fd) {
     bool changed = false;
+    // Probes are in address order, several to a block in regions under
+    // 1 GiB: each block is read once (this runs before every full look).
+    uint64_t last_block = UINT64_MAX;
+    bool last_unmask = false;
     for (uint32_t i = 0; i < s.count; i++) {
         if (!bit(s.zapped, i)) continue;
         uint64_t block = s.page[i] / kHugePages * kHugePages, n = std::min(kHugePages, s.pages - block);
-        PageRun runs[3];
-        bool overflow = false;
-        long got = read_presence(pagemap_fd, s.start + block * kPage, n, runs, 3, &overflow);
-        uint64_t present = 0;
-        for (long r = 0; r < got; r++) present += runs[r].count;
-        if (got < 0 || overflow) continue;
-        if (present + 1 < n && !block_evicted(s.start + block * kPage, n, s.page[i] - block)) continue;
+        if (block != last_block) {
+            last_block = block;
+            PageRun runs[3];
+            bool overflow = false;
+            long got = read_presence(pagemap_fd, s.start + block * kPage, n, runs, 3, &overflow);
+            uint64_t present = 0;
+            for (long r = 0; r < got; r++) present += runs[r].count;
+            last_unmask = got >= 0 && !overflow &&
+                          (present + 1 >= n || block_evicted(s.start + block * kPage, n, s.page[i] - block));
+        }
+        if (!last_unmask) continue;
         clear_bit(s.zapped, i);
         changed = true;
     }
@@ -243,6 +251,11 @@ uint64_t probes_free(ProbeSet *s) {
 }
 
 void probes_uncharge(uint64_t bytes) { g_unhuge_bytes -= std::min(bytes, g_unhuge_bytes); }
+
+void probes_unmask(ProbeSet &s, int pagemap_fd) {
+    if (s.gone || s.retiring) return;
+    unmask_refaulted(s, pagemap_fd);
+}
 
 bool probes_due(ProbeSet &s, uint64_t now, uint64_t cpu_ns) {
     if (s.gone || (s.broken && !s.retiring)) return false;

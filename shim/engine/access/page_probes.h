@@ -183,6 +183,15 @@ ProbeSet *probes_new(uintptr_t start, uint64_t born, uint64_t pages, uint64_t se
 uint64_t probes_free(ProbeSet *s);
 void probes_uncharge(uint64_t bytes);
 
+// Unmasks s's zapped blocks the program mapped again or that reclaim
+// emptied (every placed probe's mask then is its page alone). A cycle's
+// start does it too, but a set rests up to 4 s between cycles: a block
+// evicted during a rest and re-read before the next cycle (a chain's next
+// buffer, read ahead by the worker, then by its reader) stayed masked, and
+// the re-read was no news to presence: no stream, no chain (docs/flakes.md).
+// So the sampler calls this before each full look of the region.
+void probes_unmask(ProbeSet &s, int pagemap_fd);
+
 // Whether a step is due: by the clock, and for a window closing, by the
 // program's CPU time too (cpu_ns: program_cpu_ns); if not, next_ns moves
 // to when it may be.

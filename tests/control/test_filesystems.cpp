@@ -99,25 +99,33 @@ int full_job() {
     return 0;
 }
 
-// Whether every spill file this process holds open writes in place (btrfs'
-// FS_NOCOW_FL): 1 yes, 0 one does not, -1 no spill file open.
-int spill_files_write_in_place() {
+// The descriptors of spill files this process holds open.
+std::vector<int> open_spill_files() {
+    std::vector<int> fds;
     DIR *d = opendir("/proc/self/fd");
-    if (!d) return -1;
+    if (!d) return fds;
     std::string dir = spill_dir() + "/";
-    int verdict = -1;
     while (struct dirent *e = readdir(d)) {
         char target[4096];
         std::string link = std::string("/proc/self/fd/") + e->d_name;
         ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
         if (n <= 0) continue;
         target[n] = 0;
-        if (strncmp(target, dir.c_str(), dir.size()) != 0) continue;
-        int flags = 0;
-        bool in_place = ioctl(atoi(e->d_name), FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL);
-        verdict = (verdict == 0 || !in_place) ? 0 : 1;
+        if (strncmp(target, dir.c_str(), dir.size()) == 0) fds.push_back(atoi(e->d_name));
     }
     closedir(d);
+    return fds;
+}
+
+// Whether every spill file this process holds open writes in place (btrfs'
+// FS_NOCOW_FL): 1 yes, 0 one does not, -1 no spill file open.
+int spill_files_write_in_place() {
+    int verdict = -1;
+    for (int fd : open_spill_files()) {
+        int flags = 0;
+        bool in_place = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & FS_NOCOW_FL);
+        verdict = (verdict == 0 || !in_place) ? 0 : 1;
+    }
     return verdict;
 }
 
@@ -167,24 +175,13 @@ int rewrite_full_job() {
 // the start with two regions still cached (free_change_kib=16384): the
 // strace log was read before their close and punch.
 bool spill_files_released() {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) return false;
-    std::string dir = spill_dir() + "/";
-    int open_files = 0;
+    std::vector<int> fds = open_spill_files();
     bool empty = true;
-    while (struct dirent *e = readdir(d)) {
-        char target[4096];
-        std::string link = std::string("/proc/self/fd/") + e->d_name;
-        ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
-        if (n <= 0) continue;
-        target[n] = 0;
-        if (strncmp(target, dir.c_str(), dir.size()) != 0) continue;
-        open_files++;
+    for (int fd : fds) {
         struct stat st;
-        if (fstat(atoi(e->d_name), &st) != 0 || st.st_blocks != 0) empty = false;
+        if (fstat(fd, &st) != 0 || st.st_blocks != 0) empty = false;
     }
-    closedir(d);
-    return open_files <= 1 && empty;
+    return fds.size() <= 1 && empty;
 }
 
 int reaper_job() {

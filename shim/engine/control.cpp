@@ -18,6 +18,7 @@
 #include "large/large.h"
 #include "log.h"
 #include "large/policy.h"
+#include "maps_device.h"
 #include "spilldir.h"
 
 #include <cerrno>
@@ -137,6 +138,7 @@ SPW_API int spillway_has_live_mapping(const char *path) {
     // "<dir>/#<inode> (deleted)", and one path has many spellings.
     struct stat want;
     if (stat(path, &want) != 0) return errno == ENOENT ? 0 : -errno; // no file: nothing maps it by name
+    dev_t shown = maps_device(AT_FDCWD, path, 0, want.st_dev); // btrfs: the superblock's, not stat's
     FILE *maps = fopen("/proc/self/maps", "re");
     if (!maps) return -errno;
     char line[PATH_MAX + 256];
@@ -145,8 +147,7 @@ SPW_API int spillway_has_live_mapping(const char *path) {
         unsigned dev_major = 0, dev_minor = 0;
         unsigned long long inode = 0;
         if (sscanf(line, "%*s %*s %*s %x:%x %llu", &dev_major, &dev_minor, &inode) != 3 || !inode) continue;
-        found = inode == (unsigned long long)want.st_ino && dev_major == major(want.st_dev) &&
-                dev_minor == minor(want.st_dev);
+        found = inode == (unsigned long long)want.st_ino && dev_major == major(shown) && dev_minor == minor(shown);
     }
     fclose(maps);
     return found;

@@ -45,9 +45,13 @@ void stop(pid_t pid) {
 }
 
 FileId id_of(const std::string &path) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
     struct stat st;
-    REQUIRE(stat(path.c_str(), &st) == 0);
-    return file_id_of(st);
+    REQUIRE(fstat(fd, &st) == 0);
+    FileId id = file_id_of(fd, st);
+    close(fd);
+    return id;
 }
 
 } // namespace

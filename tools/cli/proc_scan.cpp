@@ -1,10 +1,13 @@
 // proc_scan.cpp — see proc_scan.h.
 #include "proc_scan.h"
 
+#include "maps_device.h"
+
 #include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -12,7 +15,9 @@
 
 namespace spillway::cli {
 
-FileId file_id_of(const struct stat &st) { return FileId{st.st_dev, st.st_ino}; }
+FileId file_id_of(int fd, const struct stat &st) {
+    return FileId{maps_device(fd, "", AT_EMPTY_PATH, st.st_dev), st.st_ino};
+}
 
 static std::string comm_of(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
@@ -81,7 +86,7 @@ static void scan_fds(pid_t pid, ProcessScan &scan) {
         target[n] = 0;
         struct stat st;
         if (stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        FileId id = file_id_of(st);
+        FileId id{maps_device(AT_FDCWD, link.c_str(), 0, st.st_dev), st.st_ino};
         // An fd is the better way to reopen than map_files (which needs CAP_SYS_ADMIN).
         scan.held[id] = HeldFile{pid, link, target};
         scan.names.emplace(pid, comm_of(pid));

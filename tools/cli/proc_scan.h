@@ -45,6 +45,8 @@ struct ProcessScan {
 // Scans every process but this one. With fds, also records open files.
 ProcessScan scan_processes(bool with_fds);
 
-FileId file_id_of(const struct stat &st);
+// The file open as fd (st: its fstat), keyed as /proc/PID/maps shows it:
+// by the device maps shows (maps_device.h: btrfs' superblock's, not stat's).
+FileId file_id_of(int fd, const struct stat &st);
 
 } // namespace spillway::cli

@@ -48,7 +48,7 @@ bool release_one(const std::string &path, const ProcessScan &scan) {
         fail("release", path + ": refused: not a regular file (name the spill files, e.g. DIR/*)");
         return false;
     }
-    if (auto it = scan.mapped_by.find(file_id_of(st)); it != scan.mapped_by.end()) {
+    if (auto it = scan.mapped_by.find(file_id_of(fd, st)); it != scan.mapped_by.end()) {
         close(fd);
         fail("release", path + ": refused: mapped by " + scan.describe(it->second) +
                             "; the kernel skips mapped pages, so that process must call "

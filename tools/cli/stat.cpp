@@ -52,7 +52,7 @@ Row measure(int fd, const struct stat &st, std::string label, const ProcessScan 
     row.size = (uint64_t)st.st_size;
     row.reserved = (uint64_t)st.st_blocks * 512;
     row.residency = measure_residency(fd, row.size);
-    if (auto it = scan.mapped_by.find(file_id_of(st)); it != scan.mapped_by.end()) row.mappers = it->second;
+    if (auto it = scan.mapped_by.find(file_id_of(fd, st)); it != scan.mapped_by.end()) row.mappers = it->second;
     return row;
 }
 
@@ -118,7 +118,7 @@ int stat_command(const Args &args) {
         struct stat st;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             rows.push_back(measure(fd, st, name, scan));
-            listed.insert(file_id_of(st));
+            listed.insert(file_id_of(fd, st));
         }
         close(fd);
     }

@@ -55,6 +55,36 @@ def file_on_disk_at(addr):
     return False
 
 
+_AT_FDCWD, _STATX_MNT_ID, _STX_MNT_ID_OFFSET = -100, 0x1000, 144  # struct statx's stx_mnt_id
+
+
+def _maps_device(path, st_dev):
+    """The device /proc/self/maps shows for the file at path: st_dev, except
+    on btrfs, which gives each subvolume a device of its own (stat shows it)
+    while maps shows the superblock's, as mountinfo does for the file's
+    mount (shim/common/maps_device.h). A block device's filesystem is
+    answered from st_dev alone."""
+    if os.major(st_dev) != 0:
+        return st_dev
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(256)  # struct statx
+        if libc.statx(_AT_FDCWD, os.fsencode(path), 0, _STATX_MNT_ID, buf) != 0:
+            return st_dev
+        if not ctypes.c_uint32.from_buffer(buf).value & _STATX_MNT_ID:
+            return st_dev
+        mnt_id = ctypes.c_uint64.from_buffer(buf, _STX_MNT_ID_OFFSET).value
+        with open("/proc/self/mountinfo") as f:
+            for line in f:  # "ID PARENT MAJOR:MINOR ROOT ..."
+                fields = line.split(None, 3)
+                if len(fields) > 2 and fields[0] == str(mnt_id):
+                    major, minor = (int(v) for v in fields[2].split(":"))
+                    return os.makedev(major, minor)
+    except (OSError, AttributeError, ValueError):
+        pass  # no statx in this libc, no /proc: stat's device
+    return st_dev
+
+
 def maps_file(path):
     """Whether this process maps the file at path, compared by device and
     inode (one file has many spellings of its path)."""
@@ -62,7 +92,8 @@ def maps_file(path):
         st = os.stat(path)
     except OSError:
         return False
-    want = (os.major(st.st_dev), os.minor(st.st_dev))
+    dev = _maps_device(path, st.st_dev)
+    want = (os.major(dev), os.minor(dev))
     for line in _lines():
         _, _, dev, inode, _ = _fields(line)
         if inode == st.st_ino and tuple(int(v, 16) for v in dev.split(":")) == want:

@@ -21,6 +21,7 @@ import ctypes
 import errno
 import logging
 import os
+import stat
 import weakref
 from collections.abc import Mapping
 
@@ -256,7 +257,11 @@ def load_spilled_tensor(path, dtype, shape):
     torch = _torch()
     shape, count, nbytes = _geometry(shape, dtype)
     fspath = os.fspath(path)
-    size = os.stat(fspath).st_size  # FileNotFoundError when missing
+    st = os.stat(fspath)  # FileNotFoundError when missing
+    if not stat.S_ISREG(st.st_mode):  # first: a directory's size is 4096 on ext4, 0 on btrfs
+        raise OSError(errno.EISDIR if stat.S_ISDIR(st.st_mode) else errno.ENODEV,
+                      "spillway.load_spilled_tensor: cannot map writable: not a regular file", fspath)
+    size = st.st_size
     if nbytes == 0 or size != nbytes:
         raise ValueError(
             "spillway.load_spilled_tensor: %s holds %d bytes but shape %r of %s needs %d; pass "

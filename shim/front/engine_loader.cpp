@@ -178,10 +178,6 @@ void front_fork_child() {
 
 } // namespace
 
-// The engine lives next to this library: its directory as the loader
-// recorded it (absolute even when LD_PRELOAD named a relative path).
-// Joined by hand, not snprintf: the front asks before main when a config
-// is named, and printf's first call faulted its code in there.
 // The directory of a library loaded by a relative name: the loader's
 // origin for it (absolute). Apart, with its PATH_MAX buffer, so that the
 // usual case keeps a shallow frame before main.
@@ -194,6 +190,10 @@ __attribute__((noinline)) static size_t origin_of(struct link_map *self, char *o
     return dir;
 }
 
+// The engine lives next to this library: its directory as the loader
+// recorded it (absolute even when LD_PRELOAD named a relative path).
+// Joined by hand, not snprintf: the front asks before main when a config
+// is named, and printf's first call faulted its code in there.
 size_t engine_file_path(char *out, size_t cap) {
     Dl_info info;
     struct link_map *self = nullptr;

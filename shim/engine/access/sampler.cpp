@@ -542,14 +542,18 @@ Track *neighbour_of_site(const Track &t, bool after) {
     return nullptr;
 }
 
-// Whether a stream t begins at page `from` continues a chain (kChainNs):
+// Whether a stream that begins in t now would continue a chain (kChainNs):
 // the site's previous region was re-read to its end just now.
-bool chained_after(const Track &t, uint64_t from, uint64_t now) {
-    if (from > kChainStartPages) return false;
+bool chain_may_begin(const Track &t, uint64_t now) {
     const Track *prev = neighbour_of_site(t, false);
     if (!prev) return false;
     if (prev->left_end_ns && now - prev->left_end_ns <= kChainNs) return true;
     return prev->streaming && prev->fed && prev->front + kChainEndPages >= prev->pages; // not left yet
+}
+
+// Whether a stream t begins at page `from` continues a chain.
+bool chained_after(const Track &t, uint64_t from, uint64_t now) {
+    return from <= kChainStartPages && chain_may_begin(t, now);
 }
 
 // Whether a look's news is the reader beginning a predicted stream
@@ -841,9 +845,15 @@ uint64_t tick(uint64_t now) {
     // regions due for a full look (the arena's free space is unpopulated and
     // costs the kernel nothing to skip), instead of one system call per
     // region (measured: 1,000 regions of 4 MiB cost 2% of a core that way).
+    // A demoted region where a chain may begin is looked at on the usual
+    // period (full_look_period); the site's neighbours are sought only
+    // when that decides.
     auto full_look_due = [now, busy](const Track &t) {
-        uint64_t period = t.demoted && !busy ? kDemotedPeriodNs : kPeriodNs;
-        return !t.last_full_look_ns || now - t.last_full_look_ns >= period - kStreamPeriodNs / 2;
+        if (!t.last_full_look_ns) return true;
+        uint64_t since = now - t.last_full_look_ns, slack = kStreamPeriodNs / 2;
+        if (since + slack < kPeriodNs) return false;
+        bool chain = t.demoted && !busy && !t.streaming && chain_may_begin(t, now);
+        return since + slack >= full_look_period(kPeriodNs, kDemotedPeriodNs, t.demoted, busy, chain);
     };
     bool any_full = false;
     for (size_t i = 0; i < g_track_count; i++) any_full |= (g_full_due[i] = full_look_due(g_tracks[i]));

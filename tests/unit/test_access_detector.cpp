@@ -256,6 +256,17 @@ TEST_CASE("a re-read has left its region once its front reached the end and stay
     CHECK_FALSE(left_at_end(0, 0, 9, 2));
 }
 
+TEST_CASE("a demoted region is looked at on the usual period while busy or where a chain may begin") {
+    const uint64_t period = 100, demoted = 1000;
+    CHECK(full_look_period(period, demoted, false, false, false) == period);
+    CHECK(full_look_period(period, demoted, true, false, false) == demoted); // quiet: its walk is costly
+    CHECK(full_look_period(period, demoted, true, true, false) == period);
+    // A reader faulting page by page on a busy disk is not "busy": its
+    // stream must still be seen within the chain's window of the leaving.
+    CHECK(full_look_period(period, demoted, true, false, true) == period);
+    CHECK(full_look_period(period, demoted, false, false, true) == period);
+}
+
 TEST_CASE("a slow stream that crossed pages already mapped still continues its run") {
     // coo_tocsr's inputs under a loaded disk: 16-48 new pages a tick, the
     // new ones starting past the last front where the reader crossed pages

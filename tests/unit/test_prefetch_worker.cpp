@@ -221,6 +221,37 @@ TEST_CASE("a stream beyond the worker's slots is refused and its descriptor clos
     for (uintptr_t start : taken) prefetch_end(start, 1);
 }
 
+// The detector keeps a chain's predicted buffer while this says the worker
+// still reads it (sampler.cpp): it must not say "done" before the target
+// is read, and must say so once it is.
+TEST_CASE("a stream is pending until the worker has read it to its target", "[prefetch_worker]") {
+    SpillLike s(64u << 20, 0, 64u << 20);
+    prefetch_thread_start();
+    const uintptr_t start = (uintptr_t)s.map;
+    CHECK_FALSE(prefetch_pending(start, 1)); // not the worker's
+    PrefetchTarget t = s.target(0, 8192, 0);
+    t.speculative = true; // as a predicted buffer is handed over
+    REQUIRE(prefetch_start(t, fcntl(s.fd, F_DUPFD_CLOEXEC, 3)));
+    // 32 MiB from an emptied cache is not read in the moment after the
+    // hand-over; whenever it says not pending, the target is read.
+    CHECK((prefetch_pending(start, 1) || resident(s.map, 0, 8192) == 8192));
+    bool pending = true;
+    for (int i = 0; i < 1000 && pending; i++, sleep_ms(10)) pending = prefetch_pending(start, 1);
+    CHECK_FALSE(pending);
+    CHECK(resident(s.map, 0, 8192) == 8192);
+    CHECK(resident(s.map, 12288, 4096) == 0); // short of the new target below
+    // A target moved further is pending again until read.
+    t.ahead_to = 16384;
+    REQUIRE(prefetch_update(t));
+    CHECK((prefetch_pending(start, 1) || resident(s.map, 0, 16384) == 16384));
+    pending = true;
+    for (int i = 0; i < 1000 && pending; i++, sleep_ms(10)) pending = prefetch_pending(start, 1);
+    CHECK_FALSE(pending);
+    CHECK(resident(s.map, 0, 16384) == 16384);
+    prefetch_end(start, 1);
+    CHECK_FALSE(prefetch_pending(start, 1));
+}
+
 TEST_CASE("forgetting a region ends its stream and waits out a read in flight", "[prefetch_worker]") {
     SpillLike s(64u << 20, 0, 64u << 20);
     prefetch_thread_start();

@@ -226,6 +226,11 @@ bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned n
     return pages > 0 && front >= pages && idle_looks >= needed;
 }
 
+uint64_t full_look_period(uint64_t period, uint64_t demoted_period, bool demoted, bool busy,
+                          bool chain_may_begin) {
+    return demoted && !busy && !chain_may_begin ? demoted_period : period;
+}
+
 bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_room) {
     return chained || region_bytes > page_cache_room;
 }

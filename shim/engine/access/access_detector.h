@@ -164,6 +164,20 @@ uint64_t prefetch_lead_pages(uint64_t pages_per_s, uint64_t lead_ns, uint64_t mi
 // page_out_left).
 bool left_at_end(uint64_t front, uint64_t pages, unsigned idle_looks, unsigned needed);
 
+// How long a region's full looks may lie apart (sampler.cpp): `period`, or
+// the longer `demoted_period` for a region its probes demoted to 4 KiB
+// mappings while the process takes few faults a tick (not busy), unless a
+// chain may begin there: the region is the next of its site after one
+// re-read to its end, left within the chain's window or about to be. Why:
+// a stream continues a chain only if it is first seen within that window
+// (0.5 s) of the leaving, and a reader faulting page by page on a disk busy
+// with writes takes fewer faults a tick than "busy" asks, so its stream
+// was first seen at the demoted period's look, up to 1 s late: no chain,
+// and the buffer after it was not read ahead (traced: seen 608-1,119 ms
+// after the leaving; docs/flakes.md, test_sampler's chain case).
+uint64_t full_look_period(uint64_t period, uint64_t demoted_period, bool demoted, bool busy,
+                          bool chain_may_begin);
+
 // Whether what a moving stream passed is paged out behind it when the
 // cgroup is short of room (sampler.cpp, drop_to): only where the page cache
 // could not keep it anyway.

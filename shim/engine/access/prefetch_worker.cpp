@@ -179,6 +179,15 @@ bool prefetch_update(const PrefetchTarget &t) {
     return s != nullptr;
 }
 
+bool prefetch_pending(uintptr_t start, uint64_t born) {
+    pthread_mutex_lock(&g_lock);
+    const Slot *s = find(start, born);
+    bool pending = s && (next_read(s->done, s->target.front, s->target.ahead_to, kChunkPages).count ||
+                         g_busy_start == start);
+    pthread_mutex_unlock(&g_lock);
+    return pending;
+}
+
 void prefetch_end(uintptr_t start, uint64_t born) {
     pthread_mutex_lock(&g_lock);
     if (Slot *s = find(start, born)) {

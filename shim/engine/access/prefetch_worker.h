@@ -82,6 +82,11 @@ void prefetch_thread_start();
 bool prefetch_start(const PrefetchTarget &t, int fd);
 // Moves a stream's target; false when the worker does not hold it.
 bool prefetch_update(const PrefetchTarget &t);
+// Whether the worker holds the stream and has not read it to its target
+// yet, a read of it in flight included (sampler.cpp: a stream has not
+// stopped while the worker reads ahead of it; one 4 MiB read took a second
+// on a disk busy with writes, and the reader waiting on it left no news).
+bool prefetch_pending(uintptr_t start, uint64_t born);
 // The stream ended (or its region is gone): the worker drops it.
 void prefetch_end(uintptr_t start, uint64_t born);
 // Aware code dropped the page cache of [start, start+len)

@@ -154,6 +154,7 @@ struct Track {
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
     uint64_t last_news_ns = 0;  // the last look that saw pages of the region newly present
+    uint64_t worker_news_ns = 0; // the last look at which the worker still read ahead of its stream
     // Probes demoted blocks of the region to 4 KiB mappings (page_probes.h):
     // a look walks each entry by entry, so quiet ticks skip it (kDemotedPeriodNs).
     bool demoted = false;
@@ -542,14 +543,18 @@ Track *neighbour_of_site(const Track &t, bool after) {
     return nullptr;
 }
 
-// Whether a stream t begins at page `from` continues a chain (kChainNs):
+// Whether a stream that begins in t now would continue a chain (kChainNs):
 // the site's previous region was re-read to its end just now.
-bool chained_after(const Track &t, uint64_t from, uint64_t now) {
-    if (from > kChainStartPages) return false;
+bool chain_may_begin(const Track &t, uint64_t now) {
     const Track *prev = neighbour_of_site(t, false);
     if (!prev) return false;
     if (prev->left_end_ns && now - prev->left_end_ns <= kChainNs) return true;
     return prev->streaming && prev->fed && prev->front + kChainEndPages >= prev->pages; // not left yet
+}
+
+// Whether a stream t begins at page `from` continues a chain.
+bool chained_after(const Track &t, uint64_t from, uint64_t now) {
+    return from <= kChainStartPages && chain_may_begin(t, now);
 }
 
 // Whether a look's news is the reader beginning a predicted stream
@@ -735,11 +740,21 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.streaming = false; // new pages, but not where the stream was going
     } else if (t.streaming) {
         ++t.idle_looks;
+        // A stream the worker still reads ahead of has not stopped: its
+        // stop (kStreamStopNs) counts from when the worker has read its lead.
+        // Traced on a disk busy with writes (docs/flakes.md, test_sampler's
+        // chain case): one 4 MiB read took a second; a reader faulting on
+        // the pages it was reading left no news, so its stream ended and
+        // the rest of the buffer went unfed and was never seen left at its
+        // end (no chain after it); a chain's predicted buffer ended half-read.
+        // What is read ahead stays bounded by the lead, as on a fast disk,
+        // which reads it all well within kStreamStopNs.
+        if (t.handed && prefetch_pending(t.start, t.born)) t.worker_news_ns = now;
         if (t.fed && left_at_end(t.front, t.pages, t.idle_looks, kLeftIdleLooks)) {
             t.streaming = false; // a re-read left its region at the end (on to the next buffer)
             t.left_due = true;
             t.left_end_ns = now;
-        } else if (stream_stopped(now - t.last_news_ns, t.last_run, t.rate)) {
+        } else if (stream_stopped(now - std::max(t.last_news_ns, t.worker_news_ns), t.last_run, t.rate)) {
             t.streaming = false; // it stopped (a slow reader in a folio it was given has not)
         }
     }
@@ -789,8 +804,8 @@ bool feeds_itself(const Track &t) { return t.streaming && t.fed; }
 // it only when no begun stream has anything to read), so the reader finds
 // its first pages cached instead of faulting them page by page until the
 // detector hands the new stream over. Kept while the current buffer
-// streams; stream_stopped ends it kStreamStopNs after, if the reader went
-// elsewhere.
+// streams and while the worker reads it; stream_stopped ends it
+// kStreamStopNs after, if the reader went elsewhere.
 void predict_next_in_chains(uint64_t now) {
     for (size_t i = 0; i < g_track_count; i++) {
         const Track &a = g_tracks[i];
@@ -841,9 +856,15 @@ uint64_t tick(uint64_t now) {
     // regions due for a full look (the arena's free space is unpopulated and
     // costs the kernel nothing to skip), instead of one system call per
     // region (measured: 1,000 regions of 4 MiB cost 2% of a core that way).
+    // A demoted region where a chain may begin is looked at on the usual
+    // period (full_look_period); the site's neighbours are sought only
+    // when that decides.
     auto full_look_due = [now, busy](const Track &t) {
-        uint64_t period = t.demoted && !busy ? kDemotedPeriodNs : kPeriodNs;
-        return !t.last_full_look_ns || now - t.last_full_look_ns >= period - kStreamPeriodNs / 2;
+        if (!t.last_full_look_ns) return true;
+        uint64_t since = now - t.last_full_look_ns, slack = kStreamPeriodNs / 2;
+        if (since + slack < kPeriodNs) return false;
+        bool chain = t.demoted && !busy && !t.streaming && chain_may_begin(t, now);
+        return since + slack >= full_look_period(kPeriodNs, kDemotedPeriodNs, t.demoted, busy, chain);
     };
     bool any_full = false;
     for (size_t i = 0; i < g_track_count; i++) any_full |= (g_full_due[i] = full_look_due(g_tracks[i]));

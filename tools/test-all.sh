@@ -39,7 +39,7 @@ all_start=$SECONDS
 # The machine, in one line: what a failure on a machine nobody has seen
 # depends on (the spill disk's read-ahead, swap, the load, the cgroup version).
 machine_facts() {
-    local spill dev disk ra swap cg
+    local spill dev disk ra swap cg fs
     spill=${SPILLWAY_TEST_TMP:-/var/tmp} # where the suites spill (tests/meson.build)
     dev=$(df --output=source "$spill" 2>/dev/null | tail -1); dev=${dev##*/}
     disk=$dev # a partition's read-ahead is its disk's
@@ -47,8 +47,11 @@ machine_facts() {
     ra=$(cat "/sys/class/block/$disk/queue/read_ahead_kb" 2>/dev/null || echo "?")
     swap=$(awk 'NR > 1 {kib += $3} END {print kib ? int(kib / 1024) " MiB" : "none"}' /proc/swaps)
     cg=v1; [ -f /sys/fs/cgroup/cgroup.controllers ] && cg=v2
+    # Online discard makes every freed spill extent a synchronous discard
+    # (docs/filesystems.md): slow frees and exits when the disk is busy.
+    fs=$(findmnt -no FSTYPE,OPTIONS -T "$spill" 2>/dev/null | awk '{print $1 ($2 ~ /(^|,)discard(,|$)/ ? ", discard" : "")}')
     echo "test-all: machine: $(nproc) CPUs, $(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo) GiB," \
-         "kernel $(uname -r), cgroup $cg, $spill on $dev (read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
+         "kernel $(uname -r), cgroup $cg, $spill on $dev (${fs:-?}, read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine_facts
 

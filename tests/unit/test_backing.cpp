@@ -7,8 +7,10 @@
 #include "registry/region.h"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -144,4 +146,30 @@ TEST_CASE("fallbacks are named from errno") {
     CHECK(fallback_from_errno(EOPNOTSUPP) == Fallback::unsupported);
     CHECK(fallback_from_errno(EIO) == Fallback::io_error);
     CHECK(std::string(fallback_name(Fallback::no_space)) == "no_space");
+}
+
+// A cleanup job removes the spill directory under a running job. ext4
+// refuses new files in the removed directory, btrfs and XFS make them there
+// (where nobody can see them): on none may the job go on spilling into it,
+// and on all a directory made again at the path is used again.
+TEST_CASE("a removed spill directory is not spilled into; one made again at its path is used") {
+    test::bring_up();
+    REQUIRE(disk_usable());
+    const std::string path = spill_dir_path();
+    REQUIRE(spill_dir_fd() >= 0); // held, as after a first spill
+    REQUIRE(std::system(("rm -rf '" + path + "'").c_str()) == 0);
+    SpillFile *f = nullptr;
+    CHECK(new_dedicated_disk_file(1 << 20, &f) != 0);
+    if (f) close_spill_file(f);
+    CHECK(spill_dir_fd() < 0);
+
+    REQUIRE(mkdir(path.c_str(), 0700) == 0);
+    f = nullptr;
+    REQUIRE(new_dedicated_disk_file(1 << 20, &f) == 0);
+    close_spill_file(f);
+    struct stat held, made;
+    REQUIRE(fstat(spill_dir_fd(), &held) == 0);
+    REQUIRE(stat(path.c_str(), &made) == 0);
+    CHECK(held.st_dev == made.st_dev);
+    CHECK(held.st_ino == made.st_ino);
 }

@@ -34,7 +34,7 @@ bool g_allow_tmpfs = false;
 pid_t g_private_creator = 0;    // removes the (empty) private directory at exit
 uint64_t g_dedicated_min = 256ull << 20;
 std::mutex g_pool_lock; // creating pools and growing the memfd's size
-std::mutex g_dir_lock;  // opening the spill directory, once
+std::mutex g_dir_lock;  // opening the spill directory (again, once it was removed)
 std::atomic<int> g_dir_fd{-1};
 SpillFile *g_disk_pool = nullptr;
 SpillFile *g_memory_pool = nullptr;
@@ -226,26 +226,37 @@ const SpillDir &spill_dir() {
 static const SpillDir &dir() { return spill_dir(); }
 bool disk_usable() { return dir().usable; }
 const std::string &disk_unusable_reason() { return dir().why_unusable; }
+// The held directory was removed (a cleanup job's rm -rf): its link count
+// is 0. ext4 then refuses new files in it (EPERM), but btrfs and XFS still
+// create unnamed ones there, so the job went on spilling into a directory
+// nobody can see, and on every filesystem a directory made again at the
+// path was never used. A removed directory is opened again by its path.
+static bool dir_removed(int fd) {
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
 int spill_dir_fd() {
     int fd = g_dir_fd.load(std::memory_order_acquire);
-    if (fd >= 0 || !disk_usable()) return fd;
+    if (fd >= 0 ? !dir_removed(fd) : !disk_usable()) return fd;
     std::lock_guard<std::mutex> guard(g_dir_lock);
     fd = g_dir_fd.load(std::memory_order_relaxed);
-    if (fd >= 0) return fd;
-    if (g_private_pending) {
+    bool held = fd >= 0;
+    if (held && !dir_removed(fd)) return fd;
+    if (!held && g_private_pending) {
         fd = open_private_dir();
         g_dir_fd.store(fd, std::memory_order_release);
         return fd;
     }
     const SpillDir &d = dir();
-    fd = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    int err = fd < 0 ? errno : 0;
+    int opened = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    int err = opened < 0 ? errno : 0;
     struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
-        close(fd); // replaced since start-up by something that is not ours
-        fd = -1;
+    if (opened >= 0 && (fstat(opened, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
+        close(opened); // replaced since start-up by something that is not ours
+        opened = -1;
     }
-    if (fd < 0) {
+    if (opened < 0) {
         // Asked again at every spill (a recreated directory is used again):
         // said once per reason, not at every allocation.
         static RepeatedWarning repeats;
@@ -256,9 +267,20 @@ int spill_dir_fd() {
                        "spill directory%s",
                    d.path.c_str(), err ? strerror(err) : "replaced by something that is not this user's directory",
                    d.path.c_str(), RepeatedWarning::tail(at));
+        // A removed directory's descriptor stays held (never closed while
+        // another thread may be using its number) until one is back.
+        return -1;
     }
-    g_dir_fd.store(fd, std::memory_order_release);
-    return fd;
+    if (held) {
+        // The new directory takes the old one's number in one step: a thread
+        // that read the number meanwhile gets one or the other, never a
+        // descriptor closed and reused for something else.
+        int rc = dup3(opened, fd, O_CLOEXEC);
+        close(opened);
+        return rc < 0 ? -1 : fd;
+    }
+    g_dir_fd.store(opened, std::memory_order_release);
+    return opened;
 }
 const std::string &spill_dir_path() { return dir().path; }
 

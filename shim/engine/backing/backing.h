@@ -40,6 +40,8 @@ struct SpillDir;
 const SpillDir &spill_dir();
 bool disk_usable();
 const std::string &disk_unusable_reason();
+// The spill directory, opened at its first use and again by its path when
+// it was removed since; -1 while it cannot be opened (warned once a reason).
 int spill_dir_fd();
 
 // A new, empty spill file made to write in place before it is reserved

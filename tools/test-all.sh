@@ -16,7 +16,8 @@
 # one directory, named at the start and kept only when something failed
 # (or the dependencies or the build did). Ends with one line "N passed, N failed"
 # (tests and integration scenarios; ", N skipped" added when a test skipped)
-# and a non-zero status if anything failed; status 2 when the dependencies or
+# and a non-zero status if anything failed; status 2 when the spill directory
+# is on RAM or lacks room (checked first), or when the dependencies or
 # the build failed.
 # Usage: bash tools/test-all.sh [--no-integration] [--no-packaging] [--suites "unit cli ..."]
 #   --suites: only these meson suites (a developer's shortcut; CI runs all)
@@ -32,8 +33,6 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-logs=$(mktemp -d /var/tmp/spillway-test-all.XXXXXX)
-echo "test-all: full output of every step in $logs/ (removed at the end if everything passed)"
 all_start=$SECONDS
 
 # The machine, in one line: what a failure on a machine nobody has seen
@@ -49,11 +48,41 @@ machine_facts() {
     cg=v1; [ -f /sys/fs/cgroup/cgroup.controllers ] && cg=v2
     # Online discard makes every freed spill extent a synchronous discard
     # (docs/filesystems.md): slow frees and exits when the disk is busy.
-    fs=$(findmnt -no FSTYPE,OPTIONS -T "$spill" 2>/dev/null | awk '{print $1 ($2 ~ /(^|,)discard(,|$)/ ? ", discard" : "")}')
+    fs=$(findmnt -no FSTYPE,OPTIONS -T "$spill" 2>/dev/null | tail -n 1 | awk '{print $1 ($2 ~ /(^|,)discard(,|$)/ ? ", discard" : "")}')
     echo "test-all: machine: $(nproc) CPUs, $(awk '/MemTotal/ {print int($2 / 1048576)}' /proc/meminfo) GiB," \
          "kernel $(uname -r), cgroup $cg, $spill on $dev (${fs:-?}, read_ahead_kb $ra), swap $swap, load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 machine_facts
+
+# Room to run, judged before twenty minutes of building: the suites spill
+# to a disk filesystem (the shim refuses RAM ones), and programs/many_regions
+# alone reserves 10,000 regions of 1 MiB with fallocate (a clean clone's
+# whole run peaked 8.9-10 GB above its start, 2026-12-04). The build, the
+# Docker images and the packaging suite's Debian root stay under 3 GiB.
+check_room() {
+    local spill=${SPILLWAY_TEST_TMP:-/var/tmp} fstype avail repo_dev spill_dev
+    fstype=$(stat -f -c %T "$spill" 2>/dev/null) # the path's own, under stacked mounts
+    case $fstype in
+    tmpfs | ramfs)
+        echo "test-all: $spill is on $fstype (RAM) and the suites spill there; set SPILLWAY_TEST_TMP to a directory on a disk filesystem"
+        exit 2 ;;
+    esac
+    avail=$(df -BG --output=avail "$spill" 2>/dev/null | tail -1 | tr -dc 0-9)
+    if [ -n "$avail" ] && [ "$avail" -lt 12 ]; then
+        echo "test-all: $spill has $avail GiB free and the suites need 12 GiB there (their spill files); free some or set SPILLWAY_TEST_TMP to a disk filesystem with room"
+        exit 2
+    fi
+    repo_dev=$(stat -c %d .); spill_dev=$(stat -c %d "$spill" 2>/dev/null)
+    avail=$(df -BG --output=avail . | tail -1 | tr -dc 0-9)
+    if [ "$repo_dev" != "$spill_dev" ] && [ -n "$avail" ] && [ "$avail" -lt 3 ]; then
+        echo "test-all: $PWD has $avail GiB free and the build needs 3 GiB there; free some or clone the repository to a filesystem with room"
+        exit 2
+    fi
+    return 0
+}
+check_room
+logs=$(mktemp -d /var/tmp/spillway-test-all.XXXXXX)
+echo "test-all: full output of every step in $logs/ (removed at the end if everything passed)"
 
 # What a failure printed, so that a CI page showing only this output says
 # why: each failing meson test's own output (its first and last lines), or

@@ -57,6 +57,15 @@ int claim_slot() {
 
 void *run_counted(void *slot) {
     ThreadClock &c = g_clocks[(intptr_t)slot];
+    // The thread makes itself counted before it does anything: until then
+    // its time is the program's, and a reader's clamp (program_cpu_ns)
+    // would keep what it had spun while its starter still ran on.
+    clockid_t clock;
+    if (pthread_getcpuclockid(pthread_self(), &clock) == 0) {
+        c.clock.store(clock);
+        c.readable.store(true);
+    }
+    c.pid.store(getpid());
     void *result = c.main(nullptr);
     uint64_t end = own_cpu_ns(), last = c.last_ns.load();
     while (end > last && !c.last_ns.compare_exchange_weak(last, end)) {
@@ -66,12 +75,13 @@ void *run_counted(void *slot) {
 } // namespace
 
 uint64_t program_cpu_ns() {
-    // The threads first, the process after: its total then holds at least
-    // what they had, and the difference never goes backwards by much;
-    // what it does (the clocks are read apart) is kept monotonic.
+    // The process first, the threads after: what the threads run between
+    // the two reads is then subtracted, never added, so no reading exceeds
+    // the program's time. Readings are kept monotonic, so one that overshot
+    // would stay for good; one that falls short is made good by the next.
     static std::atomic<uint64_t> g_last{0};
     static std::atomic<pid_t> g_last_pid{0};
-    uint64_t ours = 0;
+    uint64_t total = clock_ns(CLOCK_PROCESS_CPUTIME_ID), ours = 0;
     pid_t me = getpid();
     if (g_last_pid.exchange(me) != me) g_last.store(0); // a fork child counts from its own start
     int n = g_clock_count.load();
@@ -87,7 +97,6 @@ uint64_t program_cpu_ns() {
         }
         ours += g_clocks[i].last_ns.load();
     }
-    uint64_t total = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t cpu = total > ours ? total - ours : 0, last = g_last.load(std::memory_order_relaxed);
     while (cpu > last && !g_last.compare_exchange_weak(last, cpu, std::memory_order_relaxed)) {
     }

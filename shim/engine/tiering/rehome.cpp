@@ -373,12 +373,14 @@ void set_chunk(uintptr_t a, uintptr_t b) {
 
 // The chunk [done, done+n) of the region moved by the tracked mover
 // (move_tracked.h, Level::full): 0, or an error with the chunk where it was.
+// queued: the chunk's tracking started, and its first copy was queued
+// (WriteAhead below), earlier; its first copy is waiting for that.
 int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, DiskReader &reader, size_t done,
-                       size_t n, TrackedPause *pause, DirectWriter *direct) {
+                       size_t n, TrackedPause *pause, DirectWriter *direct, bool queued) {
     const uintptr_t a = src.start + done;
     if (src.backing != Backing::disk) {
-        auto first = [&] { return copy_chunk(src, dest, nullptr, done, n, direct); };
-        return t.block(a, n, src.backing == Backing::memory, dest->fd, done, first, pause);
+        auto first = [&] { return queued ? direct->finish(done) : copy_chunk(src, dest, nullptr, done, n, direct); };
+        return t.block(a, n, src.backing == Backing::memory, dest->fd, done, first, pause, queued);
     }
     // The range maps dest from the pull's first step: the old file's chunk
     // is read through a view of its own (its cached pages) and O_DIRECT.
@@ -401,6 +403,56 @@ int move_tracked_chunk(TrackedMover &t, const Source &src, SpillFile *dest, Disk
     munmap(view, n);
     return rc;
 }
+
+// A demotion's chunks, kept on the disk back to back (direct_write.h says
+// why): before the mover waits for chunk k's first copy, the copies of the
+// chunks up to k + kWriteAhead are queued, each after its tracking started
+// (a store from then on marks its page written, and is copied again in its
+// chunk's passes, which wait for its queued copy: none is lost). The
+// tracked way only (Level::full), from memory or anonymous memory, with a
+// writer that queues; a chunk whose tracking cannot start here moves as
+// before, from the start. Chunk k's passes, last step, punch and writeback
+// then overlap the next chunk's write.
+constexpr size_t kWriteAhead = 1;
+struct WriteAhead {
+    TrackedMover &tracked;
+    const Source &src;
+    DirectWriter *direct; // null: nothing is queued
+    size_t len;
+    size_t next = 0;      // the first chunk offset not looked at yet
+    std::vector<bool> queued; // by chunk index
+
+    WriteAhead(TrackedMover &t, const Source &s, DirectWriter *d, size_t l)
+        : tracked(t), src(s), direct(d && d->queues() ? d : nullptr), len(l), queued((l + kChunk - 1) / kChunk) {}
+
+    // Queues the chunks from `done` up to kWriteAhead past it.
+    void ahead_of(size_t done) {
+        if (!direct) return;
+        if (next < done) next = done;
+        for (; next < len && next <= done + kWriteAhead * kChunk; next += kChunk) {
+            size_t n = len - next < kChunk ? len - next : kChunk;
+            if (tracked.start_tracking(src.start + next, n) != 0) continue; // moves the usual way
+            const size_t at0 = next;
+            int rc = for_each_data(src, at0, n, [&](size_t at, size_t k) -> int {
+                KernelOrdered quiet; // the program stores into the chunk meanwhile (kernel_ordered.h)
+                return direct->queue((const char *)src.start + at, k, (off_t)at, at0);
+            });
+            if (rc != 0) { // what was queued is waited for; the chunk starts over the usual way
+                direct->finish(at0);
+                tracked.forget(src.start + at0, n);
+                continue;
+            }
+            queued[at0 / kChunk] = true;
+        }
+    }
+    bool was_queued(size_t done) const { return direct && queued[done / kChunk]; }
+    // The move leaves the tracked way, or stops: no queued write may land
+    // after this (a later copy of the same range would be overwritten).
+    void stop() {
+        if (direct) direct->drain();
+        direct = nullptr;
+    }
+};
 
 // The move itself; the caller holds the move lock and has published r as the
 // region being moved. Chunk by chunk: where userfaultfd allows, the tracked
@@ -464,13 +516,16 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             if (out) out->writeback_ns += monotonic_ns() - b0;
         }
     };
+    WriteAhead ahead(tracked, src, level == uffd::Level::full && src.backing != Backing::disk ? direct : nullptr,
+                     len);
     while (done < len && rc == 0) {
         size_t n = len - done < kChunk ? len - done : kChunk;
         uintptr_t a = src.start + done;
         if (level == uffd::Level::full) {
             TrackedPause pause;
             uint64_t c0 = monotonic_ns();
-            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause, direct);
+            ahead.ahead_of(done);
+            int t = move_tracked_chunk(tracked, src, dest, reader, done, n, &pause, direct, ahead.was_queued(done));
             if (t == 0) {
                 if (out) {
                     out->precopy_ns += monotonic_ns() - c0 - pause.total_ns;
@@ -486,6 +541,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
             SPW_LOG(debug, "moving region %p: the tracked move of the chunk at offset %zu failed (%s); the rest "
                            "moves the read-only way",
                     (void *)src.start, done, strerror(-t));
+            ahead.stop();
             tracked.end();
             level = uffd::Level::none;
             if (out) out->scheme = level;
@@ -590,6 +646,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         after_chunk(n);
         done += n;
     }
+    ahead.stop(); // (every queued write was finished by its chunk, unless the move stopped)
     uint64_t b1 = monotonic_ns();
     if (rc == 0 && write_back)
         for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)

@@ -129,10 +129,15 @@ TEST_CASE("pressure: a growth faster than a demotion frees starts the move befor
     PressureVerdict v = assess_pressure(in, s);
     CHECK(v.reason == DemoteReason::growing);
     CHECK(v.need == (128 + 150 + 300 - 394) * MiB);
-    // No demotion measured yet: the assumed rate (150 MiB/s), 4 s of 150 MiB/s
-    // more; what it asks for is capped at the first region's bytes.
+    // No demotion measured yet: the assumed rate (150 MiB/s), 4 s of 150 MiB/s more.
     in.demote_rate = 0;
     CHECK(move_outrun(in) == Approx(600.0 * MiB));
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == (128 + 150 + 600 - 394) * MiB);
+    // What it asks for is capped at the first region's bytes (100 MiB/s:
+    // 6 s of 200 MiB/s more, 1200 MiB).
+    in.demote_rate = 100.0 * MiB;
     v = assess_pressure(in, s);
     CHECK(v.reason == DemoteReason::growing);
     CHECK(v.need == 600 * MiB);

@@ -6,11 +6,15 @@
 // a memfd, file to file), and the failures that must leave the chunk where
 // it was, bytes included. A pull leaves no access waiting once it returns.
 // Pages of a memfd written and then paged out during a block (their entries
-// zapped), with swap and without, are copied, and the move ends.
+// zapped), with swap and without, are copied, and the move ends. A chunk
+// whose tracking started early, its first copy queued before the chunk
+// ahead of it moved (a demotion's write-ahead), keeps the stores made in
+// between.
 #include "threads_progress.h"
 #include "shim_fixture.h"
 
 #include "tiering/move_tracked.h"
+#include "os/direct_write.h"
 #include "os/uffd.h"
 
 #include <atomic>
@@ -216,6 +220,56 @@ TEST_CASE("tracked moves: no pread into the range fails or comes back short, and
         uint64_t v = 0;
         CHECK(pread(dest, &v, 8, 40) == 8);
         CHECK(v == 12345);
+        close(dest);
+    }
+}
+
+TEST_CASE("write-ahead: a chunk tracked early, its copy queued, keeps every store made before its own move") {
+    test::bring_up();
+    TrackedMover mover;
+    if (mover.begin() != uffd::Level::full) {
+        CHECK(uffd::level() != uffd::Level::full);
+        return;
+    }
+    for (Kind from : {Kind::anon, Kind::memfd}) {
+        INFO((from == Kind::anon ? "anonymous" : "memfd"));
+        Range r(from);
+        int dest = new_file(Kind::file, kLen);
+        DirectWriter direct(dest);
+        REQUIRE(direct.queues());
+        Users users(r);
+        // A word of the third chunk (the writer keeps to the first half),
+        // stored after that chunk's queued copy has landed and before the
+        // chunk's own move: only its tracking can carry it to dest.
+        const size_t late = 2 * kChunk / 8 + 7;
+        // rehome.cpp's order: chunk k+1's tracking starts, then its copy is
+        // queued, before chunk k moves; chunk k waits for its own copy.
+        auto ahead = [&](size_t off) {
+            REQUIRE(mover.start_tracking((uintptr_t)r.p + off, kChunk) == 0);
+            REQUIRE(direct.queue(r.bytes() + off, kChunk, (off_t)off, off) == 0);
+        };
+        ahead(0);
+        TrackedPause pause;
+        for (size_t off = 0; off < kLen; off += kChunk) {
+            if (off + kChunk < kLen) ahead(off + kChunk);
+            if (off + kChunk == 2 * kChunk) {
+                REQUIRE(direct.finish(2 * kChunk) == 0); // its first copy is in dest
+                r.p[late] = 0xfeedull;
+            }
+            auto first = [&] { return direct.finish(off); };
+            REQUIRE(mover.block((uintptr_t)r.p + off, kChunk, from == Kind::memfd, dest, off, first, &pause, true) ==
+                    0);
+        }
+        CHECK(users.finish(mover));
+        CHECK(users.efault.load() == 0);
+        CHECK(users.shorts.load() == 0);
+        CHECK(mapped_inode(r.p) == inode_of(dest));
+        uint64_t v = 0;
+        CHECK(pread(dest, &v, 8, (off_t)(late * 8)) == 8);
+        CHECK(v == 0xfeedull);
+        r.p[late] = word(late); // back, for the check of every other word
+        CHECK(users.intact());
+        CHECK(direct.queued_bytes() == kLen);
         close(dest);
     }
 }

@@ -218,6 +218,34 @@ TEST_CASE("a demotion writes memory past the page cache while writers run, and t
     reaper_drain();
 }
 
+TEST_CASE("a demotion of a sparse memfd region copies every written page and reads its holes as zeros") {
+    // The copy finds a memfd chunk's data with mincore (rehome.cpp
+    // for_each_data): pages in memory are copied, holes are skipped.
+    test::bring_up();
+    bool use_small = false;
+    const size_t n = 40 << 20, page = 4096; // 2.5 chunks
+    char *p = (char *)large_alloc(n, 0, SPILLWAY_PREFER_MEMORY, &use_small);
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r->backing == Backing::memory);
+    auto written = [&](size_t pg) { return pg % 37 == 5 || (pg >= 3840 && pg < 4608); }; // a run across chunk 0's end
+    for (size_t pg = 0; pg < n / page; pg++)
+        if (written(pg)) memset(p + pg * page, (int)(pg % 251) + 1, page);
+    SpillFile *disk = nullptr;
+    REQUIRE(new_dedicated_disk_file(r->map_len, &disk) == 0);
+    MoveResult res;
+    REQUIRE(rehome_region_checked(r, r->start, disk, true, &res) == 0);
+    CHECK(r->backing == Backing::disk);
+    size_t wrong = 0;
+    for (size_t pg = 0; pg < n / page; pg++) {
+        const char want = written(pg) ? (char)(pg % 251 + 1) : 0;
+        for (size_t b = 0; b < page; b += 512) wrong += p[pg * page + b] != want;
+    }
+    CHECK(wrong == 0);
+    large_free(p);
+    reaper_drain();
+}
+
 TEST_CASE("the tiering mover: disk to memfd in place, chunk by chunk, with writers running") {
     test::bring_up();
     bool use_small = false;

@@ -110,6 +110,71 @@ TEST_CASE("pressure: margin, growth forecast, kernel events and PSI") {
     CHECK(assess_pressure(in, s).reason == DemoteReason::none);
 }
 
+TEST_CASE("pressure: a growth faster than a demotion frees starts the move before the horizon's rule would") {
+    TierSettings s; // margin 128 MiB, horizon 500 ms
+    PressureInput in;
+    in.limited = true;
+    in.limit = 1024 * MiB;
+    // Integration scenario 14 at its growth's start: a 600 MiB memfd region
+    // and the job, 394 MiB from the limit, growing 300 MiB/s. The horizon's
+    // rule wants 128 + 150 MiB free: nothing yet (it acted 0.5 s later).
+    in.unreclaimable = 630 * MiB;
+    in.growth = 300.0 * MiB;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    // Moving 600 MiB at 200 MiB/s takes 3 s, while usage climbs 100 MiB/s:
+    // 300 MiB more before the move is done. Now, and that region only.
+    in.move_bytes = 600 * MiB;
+    in.demote_rate = 200.0 * MiB;
+    CHECK(move_outrun(in) == Approx(300.0 * MiB));
+    PressureVerdict v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == (128 + 150 + 300 - 394) * MiB);
+    // No demotion measured yet: the assumed rate (150 MiB/s), 4 s of 150 MiB/s more.
+    in.demote_rate = 0;
+    CHECK(move_outrun(in) == Approx(600.0 * MiB));
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == (128 + 150 + 600 - 394) * MiB);
+    // What it asks for is capped at the first region's bytes (100 MiB/s:
+    // 6 s of 200 MiB/s more, 1200 MiB).
+    in.demote_rate = 100.0 * MiB;
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == 600 * MiB);
+    // A growth the move outpaces adds nothing: the horizon's rule alone.
+    in.demote_rate = 400.0 * MiB;
+    CHECK(move_outrun(in) == 0);
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    // Nothing to move, or no growth: nothing.
+    in.demote_rate = 200.0 * MiB;
+    in.move_bytes = 0;
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    in.move_bytes = 600 * MiB;
+    in.growth = -300.0 * MiB;
+    CHECK(move_outrun(in) == 0);
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    // A region filling is not a trend (scenario 9: 256 MiB filling at
+    // 400 MiB/s in 512 MiB): its fill never counts as outrunning the move.
+    in.limit = 512 * MiB;
+    in.unreclaimable = 173 * MiB;
+    in.growth = 0;
+    in.fill_growth = 400.0 * MiB;
+    in.unfilled = 83 * MiB;
+    in.move_bytes = 256 * MiB;
+    CHECK(move_outrun(in) == 0);
+    CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    // Close to the limit the margin's rule decides what is needed, as before.
+    in.limit = 1024 * MiB;
+    in.unreclaimable = 950 * MiB;
+    in.growth = 300.0 * MiB;
+    in.fill_growth = 0;
+    in.unfilled = 0;
+    in.move_bytes = 600 * MiB;
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::near_limit);
+    CHECK(v.need == (128 + 150 - 74) * MiB);
+}
+
 TEST_CASE("pressure: a region filling is bounded by what it has left to fill; other growth is extrapolated") {
     TierSettings s; // margin 128 MiB, horizon 500 ms
     PressureInput in;

@@ -275,11 +275,22 @@ void TrackedMover::forget(uintptr_t at, size_t len) {
     if (uffd_ >= 0) uffd::unregister_range(uffd_, at, len); // clears the write protection, wakes waiters
 }
 
-int TrackedMover::track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, const FirstCopy &first,
-                                 TrackedPause *pause) {
+int TrackedMover::start_tracking(uintptr_t at, size_t len) {
     if (level_ == uffd::Level::none) return -ENOTSUP;
     if (int rc = uffd::register_range(uffd_, at, len, uffd::kModeWp)) return rc;
     int rc = uffd::write_protect(uffd_, at, len);
+    if (rc != 0) forget(at, len);
+    return rc;
+}
+
+int TrackedMover::track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, const FirstCopy &first,
+                                 TrackedPause *pause, bool tracking_started) {
+    if (level_ == uffd::Level::none) return -ENOTSUP;
+    int rc = 0;
+    if (!tracking_started) {
+        if (int reg = uffd::register_range(uffd_, at, len, uffd::kModeWp)) return reg;
+        rc = uffd::write_protect(uffd_, at, len);
+    }
     // From here every store into the chunk marks its page written; none waits.
     if (rc == 0) rc = first ? first() : write_all(dest_fd, (const char *)at, len, dest_off);
     for (int pass = 0; pass < kPasses && rc == 0; pass++) {
@@ -304,9 +315,9 @@ int TrackedMover::copy_written(uintptr_t at, size_t len, int dest_fd, uint64_t d
 }
 
 int TrackedMover::block(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off, const FirstCopy &first,
-                        TrackedPause *pause) {
+                        TrackedPause *pause, bool tracking_started) {
     if (level_ != uffd::Level::full) return -ENOTSUP;
-    if (int rc = track_and_copy(at, len, dest_fd, dest_off, first, pause)) return rc;
+    if (int rc = track_and_copy(at, len, dest_fd, dest_off, first, pause, tracking_started)) return rc;
     return last_step(at, len, shmem, dest_fd, dest_off, pause);
 }
 

@@ -89,8 +89,10 @@ class TrackedMover {
 
     // Each moves the chunk [at, at+len) to dest_fd's [dest_off, dest_off+len).
     // Level::full, the old home in memory (shmem: a memfd).
+    // tracking_started: start_tracking(at, len) was called for this chunk
+    // (and its first copy may have begun since): it is not protected again.
     int block(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off, const FirstCopy &first,
-              TrackedPause *pause);
+              TrackedPause *pause, bool tracking_started = false);
     // Level::full, the old home old_fd at old_off, dest a memfd (shmem: a
     // range of it can wait in minor and missing faults).
     int pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
@@ -99,9 +101,18 @@ class TrackedMover {
     int pull_then_block(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
                         const FileCopy &copy, TrackedPause *pause);
 
+    // Level::user_only (or full): from now every store into [at, at+len),
+    // the CPU's or the kernel's, marks its page written; nothing waits. A
+    // demotion starts the next chunk's tracking early, then its first copy
+    // (a queued write, direct_write.h), while this chunk finishes: the copy
+    // must come after the protection, or a store between the two is lost.
+    // On an error the chunk is as it was (not tracked).
+    int start_tracking(uintptr_t at, size_t len);
     // Level::user_only (or full): the writes-tracked copies, nothing waits.
+    // tracking_started: as block's; protecting the chunk again would forget
+    // the stores made since start_tracking (their pages would look unwritten).
     int track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, const FirstCopy &first,
-                       TrackedPause *pause);
+                       TrackedPause *pause, bool tracking_started = false);
     // ...then, with the chunk read-only: what was written since the last pass.
     int copy_written(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, TrackedPause *pause);
     // ...or, when the read-only step failed: the chunk leaves the context.

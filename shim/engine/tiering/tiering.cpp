@@ -64,18 +64,31 @@ double growth_forecast(const PressureInput &in, const TierSettings &s) {
     return std::max(0.0, in.growth) * horizon + std::min(fill, (double)in.unfilled);
 }
 
+double move_outrun(const PressureInput &in) {
+    if (in.move_bytes == 0 || in.growth <= 0) return 0;
+    const double rate = in.demote_rate > 0 ? in.demote_rate : kAssumedDemoteRate;
+    if (in.growth <= rate) return 0;
+    return (in.growth - rate) * ((double)in.move_bytes / rate);
+}
+
 PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s) {
     PressureVerdict v;
     if (!in.limited) return v;
     uint64_t distance = in.limit > in.unreclaimable ? in.limit - in.unreclaimable : 0;
     double forecast = growth_forecast(in, s);
     uint64_t want_free = s.demote_margin + (uint64_t)forecast;
+    uint64_t outrun = (uint64_t)move_outrun(in);
     if (distance < s.demote_margin) {
         v.reason = DemoteReason::near_limit;
         v.need = want_free - distance;
     } else if (distance < want_free) {
         v.reason = DemoteReason::growing;
         v.need = want_free - distance;
+    } else if (distance < want_free + outrun) {
+        // Only the move's own time says "now": the region that goes first,
+        // no more (the horizon's rule asks for more when it applies).
+        v.reason = DemoteReason::growing;
+        v.need = std::min(want_free + outrun - distance, in.move_bytes);
     }
     if (in.new_max_events > 0 || in.psi_some_avg10 > kPsiPressurePercent) {
         // The kernel is already reclaiming at the limit: free at least a margin's worth.

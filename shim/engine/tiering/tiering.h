@@ -83,6 +83,11 @@ struct PressureInput {
     uint64_t unfilled = 0;
     uint64_t new_max_events = 0; // cgroup v2 memory.events max + oom since the last look
     double psi_some_avg10 = 0;   // cgroup v2 memory.pressure, percent
+    // The demotion that would go first (plan_demotions): its region's bytes
+    // (0: none), and the bytes per second a demotion frees here: the last
+    // one's, measured (0: none yet; kAssumedDemoteRate).
+    uint64_t move_bytes = 0;
+    double demote_rate = 0;
 };
 
 enum class DemoteReason : uint8_t { none, near_limit, growing, kernel_pressure };
@@ -95,6 +100,22 @@ struct PressureVerdict {
 
 // PSI "some" avg10 above this (percent) counts as pressure.
 constexpr double kPsiPressurePercent = 10.0;
+
+// What a demotion is taken to free per second before this process has made
+// one: a 600 MiB memfd region went to disk at 150-275 MiB/s here with two
+// busy loops on two CPUs (integration scenario 14), 80-180 before its
+// writes were queued (direct_write.h).
+constexpr double kAssumedDemoteRate = 150.0 * (1 << 20);
+
+// A demotion frees its region chunk by chunk while the growth goes on. When
+// the growth is faster, usage keeps climbing until the move ends, by
+// (growth - rate) x (move_bytes / rate): bytes never negative. The verdict
+// wants them free too, so the move starts while they still fit. The
+// horizon's rule alone started scenario 14's move 0.44-0.56 s into a
+// 300 MiB/s growth, 250 MiB from the limit, and the move, freeing
+// 80-145 MiB/s, was OOM-killed half way in about half the runs. Only the
+// growth that is not regions filling counts (a fill ends: tiering.h above).
+double move_outrun(const PressureInput &in);
 
 PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s);
 // The growth expected within horizon_ms (bytes, never negative): `growth`

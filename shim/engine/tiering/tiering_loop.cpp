@@ -82,6 +82,7 @@ struct State {
     double tokens = 0;
     std::vector<FillSample> fill; // at the last look, when measured there (fill_valid)
     bool fill_valid = false;
+    double demote_rate = 0; // bytes per second the last demotion freed (0: none yet)
 };
 
 // Memory and anon regions whose fill is measured; the rest of them (rare)
@@ -317,7 +318,8 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     return true;
 }
 
-bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in, uint64_t now) {
+// *rate: the bytes per second it freed, when it moved.
+bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in, uint64_t now, double *rate) {
     const TierCandidate &c = s.c;
     // Said before the move too: a job killed during it leaves this line.
     SPW_LOG(debug, "tiering: demoting %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
@@ -349,6 +351,7 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
         return false;
     }
     record_move(s, now);
+    if (res.total_ns) *rate = (double)c.bytes * 1e9 / (double)res.total_ns;
     stats_on_move(c.backing, Backing::disk, c.bytes, res.total_ns, res.longest_chunk_ns);
     // A disk region now, maybe this process's first: the access detector
     // (advice, read-ahead for a reader streaming it back) and paced writeback.
@@ -386,18 +389,32 @@ unsigned tick(State &st) {
         return ts.interval_ms;
     }
     uint64_t unreclaimable = f.unreclaimable();
+    Snapshot snap[kMaxCandidates];
+    unsigned n = snapshot(snap, ts.min_size);
+    std::vector<TierCandidate> cands;
+    for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
+    // The demotion that would go first, and how fast one frees memory here:
+    // a growth faster than that must start it earlier (tiering.h move_outrun).
+    std::vector<size_t> first = plan_demotions(cands, 1, ts);
+    const uint64_t move_bytes = first.empty() ? 0 : cands[first[0]].bytes;
     // The part of the growth that is this process's regions filling is
     // bounded by what they have left to fill (tiering.h). Measured only
-    // while the growth could matter: twice the current rate over the
-    // horizon would bring usage within the margin.
-    uint64_t distance = f.room();
+    // while the growth could matter: twice the current rate would press
+    // (within the margin over the horizon, or outrunning the first move).
     double fill_rate = 0;
     uint64_t unfilled = 0;
     bool fill_measured = false, fill_known = false;
     if (st.have_prev) {
         uint64_t dt = now - st.prev_ns;
         double rate = growth_rate(st.prev_unreclaimable, unreclaimable, dt);
-        if (rate > 0 && (double)ts.demote_margin + 2 * rate * ts.horizon_ms / 1000.0 > (double)distance) {
+        PressureInput twice;
+        twice.limited = true;
+        twice.limit = f.limit;
+        twice.unreclaimable = unreclaimable;
+        twice.growth = 2 * rate;
+        twice.move_bytes = move_bytes;
+        twice.demote_rate = st.demote_rate;
+        if (rate > 0 && assess_pressure(twice, ts).reason != DemoteReason::none) {
             std::vector<FillSample> fill;
             measure_fill(st.fill_valid ? st.fill : std::vector<FillSample>{}, fill);
             fill_measured = true;
@@ -425,11 +442,7 @@ unsigned tick(State &st) {
     st.have_events = p.readable;
     st.events = events;
 
-    Snapshot snap[kMaxCandidates];
-    unsigned n = snapshot(snap, ts.min_size);
     if (n == 0) return ts.interval_ms;
-    std::vector<TierCandidate> cands;
-    for (unsigned i = 0; i < n; i++) cands.push_back(snap[i].c);
 
     PressureInput in;
     in.limited = true;
@@ -440,6 +453,8 @@ unsigned tick(State &st) {
     in.unfilled = unfilled;
     in.new_max_events = new_events;
     in.psi_some_avg10 = p.some_avg10;
+    in.move_bytes = move_bytes;
+    in.demote_rate = st.demote_rate;
     PressureVerdict v = assess_pressure(in, ts);
     // A forecast from growth whose fill part is not known yet (first
     // measured now): the next look knows it. The kernel's word is not a
@@ -449,7 +464,7 @@ unsigned tick(State &st) {
     if (v.reason != DemoteReason::none) {
         if (!disk_usable()) return ts.interval_ms;
         bool moved = false;
-        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, monotonic_ns());
+        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, monotonic_ns(), &st.demote_rate);
         if (moved) st.have_prev = false; // the move itself changed usage: no growth from it
         return moved ? 0 : ts.interval_ms; // look again at once: was it enough?
     }

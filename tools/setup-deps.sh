@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages spillway needs (tools/lib/packages.sh):
 # by default everything the test suites use; with --demo only what
-# tools/demo.sh needs; with --bench what tools/demo.sh needs and the
-# libraries of tests/bench/jobs.sh's jobs. Idempotent: nothing is done when
-# all are installed.
-#   bash tools/setup-deps.sh [--demo | --bench] [--log FILE]
+# tools/demo.sh needs; with --build what building everything, tests
+# included, needs (not what the suites run); with --bench what
+# tools/demo.sh needs and the libraries of tests/bench/jobs.sh's jobs.
+# Idempotent: nothing is done when all are installed.
+#   bash tools/setup-deps.sh [--demo | --build | --bench] [--log FILE]
 # --log FILE: apt's output is appended to FILE instead of the terminal; a
 # failure names the file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source tools/lib/packages.sh
-packages=("${DEMO_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
+packages=("${DEMO_PACKAGES[@]}" "${BUILD_TEST_PACKAGES[@]}" "${TEST_PACKAGES[@]}")
 log=""
 while [ $# -gt 0 ]; do
     case $1 in
     --demo) packages=("${DEMO_PACKAGES[@]}") ;;
+    --build) packages=("${DEMO_PACKAGES[@]}" "${BUILD_TEST_PACKAGES[@]}") ;;
     --bench) packages=("${DEMO_PACKAGES[@]}" "${BENCH_PACKAGES[@]}") ;;
     --log) log=$2; shift ;;
-    *) echo "setup-deps.sh: unknown option $1 (usage: setup-deps.sh [--demo | --bench] [--log FILE])"; exit 2 ;;
+    *) echo "setup-deps.sh: unknown option $1 (usage: setup-deps.sh [--demo | --build | --bench] [--log FILE])"; exit 2 ;;
     esac
     shift
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test-all.sh — from a fresh Debian 12 machine (as root): installs what is
-# needed, builds, and runs every suite: the meson suites one by one (unit,
+# needed (the suites' own packages beside the build), builds, and runs
+# every suite: the meson suites one by one (unit,
 # programs, control, python, cli, bench, hardening, docs: whatever
 # tests/meson.build defines, in its order), the packaging suite
 # (tests/packaging/run.sh: builds the .deb and the wheel with
@@ -108,8 +109,30 @@ step() {
     fi
 }
 
-step "dependencies (apt)" "$logs/apt.log" bash tools/setup-deps.sh || exit 2
-step "build (meson, build/)" "$logs/build.log" bash tools/build.sh --except-sanitizers || exit 2
+# What the build needs first; the suites' own packages (tools/lib/packages.sh,
+# TEST_PACKAGES: torch, Docker, clang, chromium...) install in the background
+# while it compiles: on a fresh machine dpkg unpacks them for minutes (600
+# MB, 640 packages: 4-9 min, the download 11 s of it, 2026-12-04), mostly
+# waiting on the disk while the compiler keeps both cores busy.
+step "dependencies to build (apt)" "$logs/apt.log" bash tools/setup-deps.sh --build || exit 2
+setsid bash -c 'bash tools/setup-deps.sh --log "$1/apt-suites.log" >>"$1/apt-suites.log" 2>&1
+                echo $? >"$1/apt-suites.status"' _ "$logs" </dev/null &
+apt_pid=$!
+echo "test-all: installing the suites' own packages (apt) in the background, beside the build"
+# wait_apt: until the background apt has ended (never interrupted: a killed
+# dpkg leaves packages half-installed); says how long that took.
+wait_apt() {
+    local t0=$SECONDS
+    while [ ! -f "$logs/apt-suites.status" ] && kill -0 "$apt_pid" 2>/dev/null; do sleep 1; done
+    [ $((SECONDS - t0)) -gt 0 ] && echo "test-all: waited $((SECONDS - t0)) s for the suites' packages (apt, in the background)"
+    [ "$(cat "$logs/apt-suites.status" 2>/dev/null)" = 0 ]
+}
+step "build (meson, build/)" "$logs/build.log" bash tools/build.sh --except-sanitizers || { wait_apt; exit 2; }
+if ! wait_apt; then
+    why=$(grep '^E: ' "$logs/apt-suites.log" | tail -1)
+    echo "test-all: installing the suites' packages failed${why:+ (${why#E: })}; apt's output is in $logs/apt-suites.log"
+    exit 2
+fi
 
 # The suites share one Docker daemon, started by the first that needs one
 # (tests/packaging/lib.sh leaves it running for the integration suite). A

@@ -1,4 +1,4 @@
-# packages.sh — the Debian 12 packages spillway needs, as three named lists
+# packages.sh — the Debian 12 packages spillway needs, as four named lists
 # (sourced by tools/setup-deps.sh).
 #
 # DEMO_PACKAGES: what tools/demo.sh needs and nothing more: the build tools,
@@ -13,10 +13,17 @@ DEMO_PACKAGES=(
   python3-numpy
 )
 
-# TEST_PACKAGES: what the test suites add (tools/test-all.sh installs both
-# lists).
-TEST_PACKAGES=(
+# BUILD_TEST_PACKAGES: what compiling the tests adds to DEMO_PACKAGES
+# (`setup-deps.sh --build`): tools/test-all.sh installs these first, and
+# TEST_PACKAGES in the background while it builds.
+BUILD_TEST_PACKAGES=(
   build-essential catch2
+)
+
+# TEST_PACKAGES: what the test suites themselves use (run, not compile):
+# unpacking them takes minutes on a fresh machine (600 MB, 640 packages;
+# the download is seconds of it, dpkg the rest).
+TEST_PACKAGES=(
   python3-torch
   docker.io e2fsprogs util-linux procps
   xfsprogs btrfs-progs strace  # tests/control/on_filesystem.sh: XFS and btrfs spill dirs; whose thread closes a file

@@ -112,7 +112,7 @@ step() {
 # What the build needs first; the suites' own packages (tools/lib/packages.sh,
 # TEST_PACKAGES: torch, Docker, clang, chromium...) install in the background
 # while it compiles: on a fresh machine dpkg unpacks them for minutes (600
-# MB, 640 packages: 182 s on a fresh VM, 551 s in a fresh root under load
+# MB, 640 packages; with the build's, 182 s on a fresh VM; alone, 551 s in a fresh root under load
 # 5, the download 11-19 s of it), mostly waiting on the disk while the
 # compiler keeps both cores busy.
 step "dependencies to build (apt)" "$logs/apt.log" bash tools/setup-deps.sh --build || exit 2

@@ -121,6 +121,7 @@ TEST_CASE("pressure: a growth faster than a demotion frees starts the move befor
     in.unreclaimable = 630 * MiB;
     in.growth = 300.0 * MiB;
     CHECK(assess_pressure(in, s).reason == DemoteReason::none);
+    CHECK_FALSE(assess_pressure(in, s).outran);
     // Moving 600 MiB at 200 MiB/s takes 3 s, while usage climbs 100 MiB/s:
     // 300 MiB more before the move is done. Now, and that region only.
     in.move_bytes = 600 * MiB;
@@ -129,6 +130,7 @@ TEST_CASE("pressure: a growth faster than a demotion frees starts the move befor
     PressureVerdict v = assess_pressure(in, s);
     CHECK(v.reason == DemoteReason::growing);
     CHECK(v.need == (128 + 150 + 300 - 394) * MiB);
+    CHECK(v.outran); // the demotion's log line says it started early
     // No demotion measured yet: the assumed rate (150 MiB/s), 4 s of 150 MiB/s more.
     in.demote_rate = 0;
     CHECK(move_outrun(in) == Approx(600.0 * MiB));
@@ -173,6 +175,13 @@ TEST_CASE("pressure: a growth faster than a demotion frees starts the move befor
     v = assess_pressure(in, s);
     CHECK(v.reason == DemoteReason::near_limit);
     CHECK(v.need == (128 + 150 - 74) * MiB);
+    CHECK_FALSE(v.outran);
+    // Within the horizon's reach the horizon's rule decides, outrun or not.
+    in.unreclaimable = 800 * MiB; // 224 MiB from the limit: the horizon wants 278
+    v = assess_pressure(in, s);
+    CHECK(v.reason == DemoteReason::growing);
+    CHECK(v.need == (278 - 224) * MiB);
+    CHECK_FALSE(v.outran);
 }
 
 TEST_CASE("pressure: a region filling is bounded by what it has left to fill; other growth is extrapolated") {

@@ -89,6 +89,7 @@ PressureVerdict assess_pressure(const PressureInput &in, const TierSettings &s) 
         // no more (the horizon's rule asks for more when it applies).
         v.reason = DemoteReason::growing;
         v.need = std::min(want_free + outrun - distance, in.move_bytes);
+        v.outran = true;
     }
     if (in.new_max_events > 0 || in.psi_some_avg10 > kPsiPressurePercent) {
         // The kernel is already reclaiming at the limit: free at least a margin's worth.

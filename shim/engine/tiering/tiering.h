@@ -96,6 +96,10 @@ const char *demote_reason_name(DemoteReason r);
 struct PressureVerdict {
     DemoteReason reason = DemoteReason::none;
     uint64_t need = 0; // bytes to move out of memory
+    // growing, because the move itself would be outrun (move_outrun): the
+    // margin and the horizon alone would wait. Said in the demotion's log
+    // line, the only place that tells the two rules apart.
+    bool outran = false;
 };
 
 // PSI "some" avg10 above this (percent) counts as pressure.

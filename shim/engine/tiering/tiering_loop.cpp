@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -358,13 +359,18 @@ bool demote(const Snapshot &s, const PressureVerdict &v, const PressureInput &in
     sampler_notice();
     writeback_notice();
     g_stats.demote_reasons[(int)v.reason].fetch_add(1, std::memory_order_relaxed);
+    // The stats count an early start as `growing` too: only this says so.
+    char early[96] = "";
+    if (v.outran)
+        snprintf(early, sizeof early, ", started early: the growth outruns a demotion at %.0f MiB/s",
+                 (in.demote_rate > 0 ? in.demote_rate : kAssumedDemoteRate) / kMiB);
     SPW_LOG(info, "tiering: demoted %zu MiB at %p %s -> disk (%s: %llu MiB unreclaimable of a %llu MiB "
                   "limit, growing %.0f MiB/s besides regions filling at %.0f MiB/s with %llu MiB to go, "
-                  "need %llu MiB free); moved in %.0f ms (%.0f ms/GiB, %s), accesses paused at most %.1f ms",
+                  "need %llu MiB free%s); moved in %.0f ms (%.0f ms/GiB, %s), accesses paused at most %.1f ms",
             c.bytes / kMiB, (void *)c.start, backing_name(c.backing), demote_reason_name(v.reason),
             (unsigned long long)(in.unreclaimable / kMiB), (unsigned long long)(in.limit / kMiB),
             in.growth / kMiB, in.fill_growth / kMiB, (unsigned long long)(in.unfilled / kMiB),
-            (unsigned long long)(v.need / kMiB), ms(res.total_ns),
+            (unsigned long long)(v.need / kMiB), early, ms(res.total_ns),
             ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes, uffd::level_name(res.scheme),
             ms(res.longest_chunk_ns));
     return true;

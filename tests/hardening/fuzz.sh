@@ -50,9 +50,10 @@ link() { # link NAME: the target's own object and shim/common's
 link fuzz_config || exit 1
 link fuzz_size_glob || exit 1
 [ "$secs" = build ] && exit 0
-status=0
-for t in fuzz_config:config fuzz_size_glob:size_glob; do
-  bin=${t%%:*} corpus=${t##*:}
+# fuzz_target BIN CORPUS: replays BIN's saved regressions, then fuzzes it for
+# SECONDS; prints its lines and returns 1 on a failure.
+fuzz_target() {
+  local bin=$1 corpus=$2 status=0 work rc runs found f
   # Regressions: every saved input must now run clean.
   if compgen -G "$here/regressions/$corpus/*" >/dev/null; then
     if ! "$out/$bin" -runs=0 "$here/regressions/$corpus/"* >"$out/$bin.regress.log" 2>&1; then
@@ -83,5 +84,20 @@ for t in fuzz_config:config fuzz_size_glob:size_glob; do
   else
     echo "fuzz: ok: $bin, ${secs} s (${runs:-?}), corpus $(ls "$work" | wc -l) entries"
   fi
+  return $status
+}
+# The two targets fuzz at once, each in its own process (fork mode: one
+# fuzzing child each), so each has a core of this 2-core machine for its
+# SECONDS, as when they ran one after the other, in half the wall time.
+# Each one's lines are printed after both end, in a fixed order.
+status=0
+pids=()
+for t in fuzz_config:config fuzz_size_glob:size_glob; do
+  fuzz_target "${t%%:*}" "${t##*:}" >"$out/${t%%:*}.result" 2>&1 &
+  pids+=($!)
 done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || status=1
+done
+for t in fuzz_config fuzz_size_glob; do cat "$out/$t.result"; done
 exit $status

@@ -111,10 +111,11 @@ step() {
 
 # What the build needs first; the suites' own packages (tools/lib/packages.sh,
 # TEST_PACKAGES: torch, Docker, clang, chromium...) install in the background
-# while it compiles: on a fresh machine dpkg unpacks them for minutes (600
-# MB, 640 packages; with the build's, 182 s on a fresh VM; alone, 551 s in a fresh root under load
-# 5, the download 11-19 s of it), mostly waiting on the disk while the
-# compiler keeps both cores busy.
+# while it compiles. dpkg unpacks them for minutes on a fresh machine, mostly
+# waiting on the disk while the compiler keeps both cores busy: 600 MB, 640
+# packages, 551 s alone in a fresh root at load 5 (the download 11-19 s of
+# it); 165 s beside a clean clone's 280 s build, which it never held up
+# (docs/flakes.md, run 33).
 step "dependencies to build (apt)" "$logs/apt.log" bash tools/setup-deps.sh --build || exit 2
 setsid bash -c 'bash tools/setup-deps.sh --log "$1/apt-suites.log" >>"$1/apt-suites.log" 2>&1
                 echo $? >"$1/apt-suites.status"' _ "$logs" </dev/null &

@@ -121,18 +121,23 @@ setsid bash -c 'bash tools/setup-deps.sh --log "$1/apt-suites.log" >>"$1/apt-sui
                 echo $? >"$1/apt-suites.status"' _ "$logs" </dev/null &
 apt_pid=$!
 echo "test-all: installing the suites' own packages (apt) in the background, beside the build"
-# wait_apt: until the background apt has ended (never interrupted: a killed
-# dpkg leaves packages half-installed); says how long that took.
-wait_apt() {
+# wait_status PID FILE WHAT: until background job PID has written FILE (its
+# step's exit status; 1 when the job died before it said); says how long
+# the suites waited for WHAT, and succeeds when that status is 0.
+wait_status() {
     local t0=$SECONDS
-    while [ ! -f "$logs/apt-suites.status" ] && kill -0 "$apt_pid" 2>/dev/null; do sleep 1; done
-    [ $((SECONDS - t0)) -gt 0 ] && echo "test-all: waited $((SECONDS - t0)) s for the suites' packages (apt, in the background)"
-    [ "$(cat "$logs/apt-suites.status" 2>/dev/null)" = 0 ]
+    while [ ! -f "$2" ] && kill -0 "$1" 2>/dev/null; do sleep 1; done
+    [ $((SECONDS - t0)) -gt 0 ] && echo "test-all: waited $((SECONDS - t0)) s for $3"
+    [ -f "$2" ] || echo 1 >"$2"
+    [ "$(cat "$2")" = 0 ]
 }
+# The background apt is waited for, never interrupted: a killed dpkg leaves
+# packages half-installed.
+wait_apt() { wait_status "$apt_pid" "$logs/apt-suites.status" "the suites' packages (apt, in the background)"; }
 step "build (meson, build/)" "$logs/build.log" bash tools/build.sh --except-sanitizers || { wait_apt; exit 2; }
 if ! wait_apt; then
     why=$(grep '^E: ' "$logs/apt-suites.log" | tail -1)
-    echo "test-all: installing the suites' packages failed${why:+ (${why#E: })}; apt's output is in $logs/apt-suites.log"
+    echo "test-all: installing the suites' packages failed${why:+ (${why#E: })}; see $logs/apt-suites.log, mend apt (mirror, lock, disk) and run again"
     exit 2
 fi
 
@@ -213,15 +218,9 @@ stop_background() {
     return 0
 }
 trap stop_background EXIT
-# wait_background FILE WHAT: until the background job has written FILE (its
-# step's exit status); says how long the suites waited for it.
-wait_background() {
-    local t0=$SECONDS
-    while [ ! -f "$1" ] && kill -0 "$background_pid" 2>/dev/null; do sleep 1; done
-    [ $((SECONDS - t0)) -gt 0 ] && echo "test-all: waited $((SECONDS - t0)) s for $2 (compiled in the background)"
-    [ -f "$1" ] || echo 1 >"$1" # the job died before it said
-    return 0
-}
+# wait_background FILE WHAT: until the background compile has written FILE;
+# its callers read the status themselves.
+wait_background() { wait_status "$background_pid" "$1" "$2 (compiled in the background)" || true; }
 
 for suite in $suites; do
     log="$logs/suite-$suite.log"

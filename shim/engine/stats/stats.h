@@ -40,12 +40,13 @@ struct Stats {
     // passes' wall time.
     std::atomic<uint64_t> writeback_passes, writeback_bytes, writeback_unmapped_bytes, writeback_ns;
     // The prefetch worker (access/prefetch_worker.h): bytes its preads
-    // returned, and bytes it paged out behind readers. Why in the line: a
-    // job's major faults do not say who read a stream (a calloc'd table's
-    // first touches of its spill file's holes are major faults that read
-    // nothing), and graph_scatter's 18,384 faults over 2 GiB read were
-    // taken for a stream read by 128 KiB faults; the worker had read
-    // 1.84-1.91 GiB of those 1.92 (tests/bench/JOBS.md, 2026-12-05).
+    // returned (from the disk or the page cache), and bytes it paged out
+    // behind readers. Why in the line: a job's major faults do not say who
+    // read a stream. graph_scatter's count phase, 18,384 major faults for
+    // 2,043 MiB read, was taken for a stream read by 128 KiB faults; the
+    // faults were its table's first touches of spill-file holes (no read),
+    // and the worker had read 2,038 of 2,048 MiB (tests/bench/JOBS.md,
+    // 2026-12-05).
     std::atomic<uint64_t> prefetch_read_bytes, prefetch_dropped_bytes;
 };
 

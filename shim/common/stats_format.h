@@ -46,6 +46,10 @@ inline constexpr char passes[] = "passes";
 inline constexpr char written_back_bytes[] = "written_back_bytes";
 inline constexpr char unmapped_bytes[] = "unmapped_bytes";
 inline constexpr char pass_ms[] = "pass_ms";
+// The prefetch worker (shim/engine/access/prefetch_worker.h), an object of its own.
+inline constexpr char prefetch[] = "prefetch";
+inline constexpr char read_bytes[] = "read_bytes";
+inline constexpr char dropped_bytes[] = "dropped_bytes";
 inline constexpr char sites[] = "sites";
 
 // The live snapshot (pid, peak_bytes and fallbacks as above).

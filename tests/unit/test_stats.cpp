@@ -110,3 +110,22 @@ TEST_CASE("the writeback pacer's passes and failed moves are in the line, and a 
     CHECK(has("failed_demotions", 0));
     CHECK(has("failed_promotions", 0));
 }
+
+TEST_CASE("the prefetch worker's read and paged-out bytes are in the line, and a fork child starts them at zero") {
+    uint64_t read = g_stats.prefetch_read_bytes.load(), dropped = g_stats.prefetch_dropped_bytes.load();
+    stats_on_prefetch(4 << 20, 0);
+    stats_on_prefetch(1 << 20, 2 << 20);
+    stats_on_prefetch(0, 0);
+    CHECK(g_stats.prefetch_read_bytes.load() == read + (5 << 20));
+    CHECK(g_stats.prefetch_dropped_bytes.load() == dropped + (2 << 20));
+    std::string json = stats_json();
+    std::string expected = "\"prefetch\":{\"read_bytes\":" + std::to_string(read + (5 << 20)) +
+                           ",\"dropped_bytes\":" + std::to_string(dropped + (2 << 20)) + "}";
+    CHECK(json.find(expected) != std::string::npos);
+    // After the pacer's object, before the sites.
+    CHECK(json.find("\"prefetch\":{") > json.find("\"writeback\":{"));
+    CHECK(json.find("\"prefetch\":{") < json.find("\"sites\":"));
+    stats_after_fork_child();
+    json = stats_json();
+    CHECK(json.find("\"prefetch\":{\"read_bytes\":0,\"dropped_bytes\":0}") != std::string::npos);
+}

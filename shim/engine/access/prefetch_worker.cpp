@@ -2,6 +2,7 @@
 #include "access/prefetch_worker.h"
 
 #include "os/background_thread.h"
+#include "stats/stats.h"
 
 #include <atomic>
 #include <cerrno>
@@ -48,7 +49,6 @@ pthread_cond_t g_idle = PTHREAD_COND_INITIALIZER; // broadcast when a piece of w
 uintptr_t g_busy_start = 0; // the region start of the stream being worked on, 0: none
 Slot g_slots[kSlots];
 bool g_started = false;
-std::atomic<uint64_t> g_read{0}, g_dropped{0};
 // The range a move holds (prefetch_keep_off); length 0: none.
 std::atomic<uintptr_t> g_off_start{0};
 std::atomic<size_t> g_off_len{0};
@@ -117,11 +117,11 @@ void *worker_main(void *) {
         }
         if (w.drop.count) {
             madvise((void *)(w.start + w.drop.from * kPage), w.drop.count * kPage, MADV_PAGEOUT);
-            g_dropped.fetch_add(w.drop.count * kPage, std::memory_order_relaxed);
+            stats_on_prefetch(0, w.drop.count * kPage);
         }
         if (w.read.count && g_buf) {
             ssize_t got = pread(w.fd, g_buf, w.read.count * kPage, (off_t)(w.file_off + w.read.from * kPage));
-            if (got > 0) g_read.fetch_add((uint64_t)got, std::memory_order_relaxed);
+            if (got > 0) stats_on_prefetch((uint64_t)got, 0);
         }
         pthread_mutex_lock(&g_lock);
         g_busy_start = 0;
@@ -242,7 +242,7 @@ void prefetch_after_fork_child() {
     g_started = false;
 }
 
-uint64_t prefetch_read_bytes() { return g_read.load(); }
-uint64_t prefetch_dropped_bytes() { return g_dropped.load(); }
+uint64_t prefetch_read_bytes() { return g_stats.prefetch_read_bytes.load(); }
+uint64_t prefetch_dropped_bytes() { return g_stats.prefetch_dropped_bytes.load(); }
 
 } // namespace spillway

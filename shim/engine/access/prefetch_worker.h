@@ -111,7 +111,8 @@ void prefetch_keep_off_end();
 bool prefetch_kept_off(uintptr_t start);
 void prefetch_after_fork_child();
 
-// For tests and benchmarks: bytes the worker read, and paged out.
+// Bytes the worker read, and paged out (kept in stats.h's counters, so the
+// exit line's "prefetch" object shows them; a fork child counts from zero).
 uint64_t prefetch_read_bytes();
 uint64_t prefetch_dropped_bytes();
 

@@ -68,6 +68,11 @@ void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint
     g_stats.writeback_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
+void stats_on_prefetch(uint64_t read_bytes, uint64_t dropped_bytes) {
+    if (read_bytes) g_stats.prefetch_read_bytes.fetch_add(read_bytes, std::memory_order_relaxed);
+    if (dropped_bytes) g_stats.prefetch_dropped_bytes.fetch_add(dropped_bytes, std::memory_order_relaxed);
+}
+
 void stats_after_fork_child() {
     for (int i = 0; i < 4; i++) {
         g_stats.regions[i].store(0);
@@ -81,7 +86,8 @@ void stats_after_fork_child() {
     for (auto *c : {&g_stats.promotions, &g_stats.promoted_bytes, &g_stats.demotions, &g_stats.demoted_bytes,
                     &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns,
                     &g_stats.failed_promotions, &g_stats.failed_demotions, &g_stats.writeback_passes,
-                    &g_stats.writeback_bytes, &g_stats.writeback_unmapped_bytes, &g_stats.writeback_ns})
+                    &g_stats.writeback_bytes, &g_stats.writeback_unmapped_bytes, &g_stats.writeback_ns,
+                    &g_stats.prefetch_read_bytes, &g_stats.prefetch_dropped_bytes})
         c->store(0);
     for (auto &r : g_stats.demote_reasons) r.store(0);
 }
@@ -144,6 +150,8 @@ std::string stats_json(const std::string &run_tag) {
            member(key::written_back_bytes) + n(g_stats.writeback_bytes) + member(key::unmapped_bytes) +
            n(g_stats.writeback_unmapped_bytes) + member(key::pass_ms) +
            std::to_string(g_stats.writeback_ns.load() / 1000000) + "}";
+    out += member(key::prefetch) + "{\"" + key::read_bytes + "\":" + n(g_stats.prefetch_read_bytes) +
+           member(key::dropped_bytes) + n(g_stats.prefetch_dropped_bytes) + "}";
     out += member(key::sites) + callsite_stats_json();
     out += "}";
     return out;

@@ -39,6 +39,15 @@ struct Stats {
     // of spill mappings whose page-table entries were dropped first; the
     // passes' wall time.
     std::atomic<uint64_t> writeback_passes, writeback_bytes, writeback_unmapped_bytes, writeback_ns;
+    // The prefetch worker (access/prefetch_worker.h): bytes its preads
+    // returned (from the disk or the page cache), and bytes it paged out
+    // behind readers. Why in the line: a job's major faults do not say who
+    // read a stream. graph_scatter's count phase, 18,384 major faults for
+    // 2,043 MiB read, was taken for a stream read by 128 KiB faults; the
+    // faults were its table's first touches of spill-file holes (no read),
+    // and the worker had read 2,038 of 2,048 MiB (tests/bench/JOBS.md,
+    // 2026-12-05).
+    std::atomic<uint64_t> prefetch_read_bytes, prefetch_dropped_bytes;
 };
 
 extern Stats g_stats;
@@ -55,6 +64,9 @@ void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uin
 void stats_on_rehome(Backing from, Backing to, size_t bytes);
 // One writeback pass (writeback.h) that asked the kernel to write.
 void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint64_t ns);
+// The prefetch worker read bytes of a stream's file ahead of its reader, or
+// paged out bytes the reader had passed (either may be 0).
+void stats_on_prefetch(uint64_t read_bytes, uint64_t dropped_bytes);
 // Fork child: start counting afresh (regions it inherited stay live), so the
 // lines of a process tree add up instead of repeating the parent's counts.
 void stats_after_fork_child();

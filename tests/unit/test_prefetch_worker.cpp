@@ -64,20 +64,24 @@ void sleep_ms(long ms) {
     nanosleep(&ts, nullptr);
 }
 
-// Resident pages of [first, first+count) of a mapping.
-size_t resident(void *map, size_t first, size_t count) {
+// mincore's bytes for [first, first+count) of a mapping (bit 0: resident).
+std::vector<unsigned char> residency(void *map, size_t first, size_t count) {
     std::vector<unsigned char> vec(count);
     REQUIRE(mincore((char *)map + first * kPage, count * kPage, vec.data()) == 0);
+    return vec;
+}
+
+// Resident pages of [first, first+count) of a mapping.
+size_t resident(void *map, size_t first, size_t count) {
     size_t n = 0;
-    for (unsigned char v : vec) n += v & 1;
+    for (unsigned char v : residency(map, first, count)) n += v & 1;
     return n;
 }
 
 // The first page of [first, first + count) not resident, or first + count:
 // a failure then names the page (one page short was seen once, load 7).
 size_t first_absent(void *map, size_t first, size_t count) {
-    std::vector<unsigned char> vec(count);
-    REQUIRE(mincore((char *)map + first * kPage, count * kPage, vec.data()) == 0);
+    std::vector<unsigned char> vec = residency(map, first, count);
     for (size_t i = 0; i < count; i++)
         if (!(vec[i] & 1)) return first + i;
     return first + count;

@@ -398,6 +398,19 @@ void settle(int fd, size_t off, size_t n) {
 // marks the next. Fault-around, which maps cached neighbours, is unchanged.
 void no_read_ahead(void *at, size_t n) { madvise(at, n, MADV_RANDOM); }
 
+// A chunk moved into a memfd has every page in RAM, but its new mapping
+// has no page-table entries: the program's first touch of each page would
+// be a minor fault (measured: about 120,000 of them, 0.37 s, after the
+// graph job's 512 MiB table was promoted). MADV_POPULATE_READ maps them all
+// in one call, fault-around included (512 MiB in 0.05 s against 0.28 s of
+// faults), and a memfd's shared mapping needs no write notification, so
+// the entries it makes are writable too. Linux 5.14 and later; before, the
+// call fails and the pages fault in as they did.
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+void map_moved_pages(uintptr_t a, size_t n) { madvise((void *)a, n, MADV_POPULATE_READ); }
+
 void set_chunk(uintptr_t a, uintptr_t b) {
     g_chunk_end.store(0); // never a range that mixes two chunks
     g_chunk_start.store(a);
@@ -685,6 +698,15 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
         for (size_t back = done > 2 * kChunk ? done - 2 * kChunk : 0; back < done; back += kChunk)
             settle(dest->fd, back, done - back < kChunk ? done - back : kChunk);
     if (out) out->writeback_ns += monotonic_ns() - b1;
+    // Once the whole region is in memory, not chunk by chunk: a program
+    // access to a chunk not yet moved waits for the mover, which would then
+    // map pages first (measured: the graph job's 512 MiB move took 658-832
+    // ms instead of 434-460 with a populate after each chunk).
+    if (rc == 0 && to_memory) {
+        uint64_t m0 = monotonic_ns();
+        map_moved_pages(src.start, len);
+        if (out) out->mapped_ns = monotonic_ns() - m0;
+    }
     if (rc != 0) {
         // Undo: every chunk already on dest goes back, with what was written since.
         for (size_t back = 0; back < done; back += kChunk) {

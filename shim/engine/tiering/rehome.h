@@ -65,6 +65,7 @@ struct MoveResult {
     uint64_t protected_ns = 0; // read-only copies and remaps (what writers may wait for)
     uint64_t waited_ns = 0;    // waiting for reads in flight into a chunk
     uint64_t writeback_ns = 0; // write_back: writing chunks to disk and dropping them
+    uint64_t mapped_ns = 0;    // into memory: mapping every page after the last chunk
     uint64_t cpu_ns = 0;       // the mover thread's CPU time (the rest of total_ns it waited)
     size_t cached_bytes = 0;   // a disk source into memory: copied from page cache
     size_t disk_bytes = 0;     // ... and read from disk (in the read-only copies)

@@ -306,7 +306,7 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
     SPW_LOG(info, "tiering: promoted %zu MiB at %p disk -> memory: random phase for %.2f s, %u "
                   "faults/s; room %llu MiB (others claimed %llu MiB), memfd and claim in %.0f ms; %llu MiB of cold page cache paged out in %.0f ms, memory allocated in %.0f ms, moved "
                   "in %.0f ms (%s) after %.0f ms of locks and checks (%.0f ms/GiB: first copy %.0f ms, last copy of %zu MiB "
-                  "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms; %.0f ms on CPU), accesses paused at most %.1f ms; in memory %.2f s after the "
+                  "cached and %zu MiB on disk and remap %.0f ms, waiting for reads %.0f ms, pages mapped in %.0f ms; %.0f ms on CPU), accesses paused at most %.1f ms; in memory %.2f s after the "
                   "detector's verdict",
             c.bytes / kMiB, (void *)c.start,
             c.phase_since_ns && now > c.phase_since_ns ? (now - c.phase_since_ns) / 1e9 : 0.0, c.fault_rate,
@@ -314,7 +314,7 @@ bool promote(const Snapshot *snap, unsigned n, size_t which, const std::string &
             ms(alloc_ns - room_ns),
             ms(res.total_ns), uffd::level_name(res.scheme), ms(res.checks_ns), ms(res.total_ns) * (double)(1ull << 30) / (double)c.bytes,
             ms(res.precopy_ns), res.cached_bytes / kMiB, res.disk_bytes / kMiB, ms(res.protected_ns), ms(res.waited_ns),
-            ms(res.cpu_ns), ms(res.longest_chunk_ns),
+            ms(res.mapped_ns), ms(res.cpu_ns), ms(res.longest_chunk_ns),
             c.phase_since_ns && done > c.phase_since_ns ? (done - c.phase_since_ns) / 1e9 : 0.0);
     return true;
 }

@@ -312,7 +312,7 @@ TEST_CASE("a promotion maps the region's pages: the program's first touches afte
     // MADV_POPULATE_READ is Linux 5.14's; before it the pages fault in as they always did.
     void *probe = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(probe != MAP_FAILED);
-    bool populate = madvise(probe, 4096, 22 /* MADV_POPULATE_READ */) == 0;
+    bool populate = madvise(probe, 4096, MADV_POPULATE_READ) == 0;
     munmap(probe, 4096);
     if (!populate) {
         WARN("this kernel has no MADV_POPULATE_READ (Linux 5.14): a promotion leaves its pages to fault in");

@@ -396,15 +396,26 @@ TEST_CASE("a full filesystem: a spilled page written again after writeback does 
     CHECK(list_dir(spill_dir()).empty());
 }
 
+// The spill file a strace -y annotation names at or after pos ("<DIR/#INODE>"):
+// "DIR/#INODE", or "" when none of the spill directory's.
+static std::string spill_file_named(const std::string &line, size_t pos, const std::string &dir) {
+    size_t at = line.find("<" + dir, pos);
+    if (at == std::string::npos) return "";
+    size_t end = line.find('>', at);
+    return end == std::string::npos ? "" : line.substr(at + 1, end - at - 1);
+}
+
 TEST_CASE("closes and punches, which a discard mount makes slow, are the reaper's: free() never waits for one") {
     empty_spill_dir();
     std::string log = scratch("reaper-job.strace");
     SpawnOptions o;
     o.program = "/usr/bin/strace";
     int status = -1;
-    // -y names each descriptor's file: the spill files are the ones in the spill directory.
-    std::string out = run_helper({"-f", "-qq", "-y", "-e", "trace=openat,close,fallocate", "-o", log, self_exe(),
-                                  "reaper-job"},
+    // -y names each descriptor's file: the spill files are the ones in the
+    // spill directory. Every call that makes a descriptor is traced, so the
+    // descriptors each file has open are counted.
+    std::string out = run_helper({"-f", "-qq", "-y", "-e", "trace=openat,close,fallocate,fcntl,dup,dup2,dup3", "-o",
+                                  log, self_exe(), "reaper-job"},
                                  &status, o);
     INFO("reaper-job under strace, exit " << status << ":\n" << out);
     REQUIRE(status == 0);
@@ -412,59 +423,73 @@ TEST_CASE("closes and punches, which a discard mount makes slow, are the reaper'
     REQUIRE(k["retired"] == "1");
     long main_tid = std::stol(k["main_tid"]), reaper_tid = std::stol(k["reaper_tid"]);
     REQUIRE(reaper_tid > 0);
-    // "TID  syscall(FD</spill/dir/...>, ...) = 0": closes of spill files and
-    // FALLOC_FL_PUNCH_HOLE on them, by thread.
+    // The slow close is a file's LAST close (the one that frees its blocks).
+    // Other threads close descriptors of the same files that are never the
+    // last: the writeback thread's and the sampler's dups, a move's O_DIRECT
+    // view through /proc/self/fd. So each file's open descriptors are
+    // counted (openat, dup, fcntl F_DUPFD give one; close takes one), by the
+    // file strace names, not by descriptor number. Stop 41's CI failed here
+    // counting every close by number (the main thread 1 close, on overlay;
+    // not reproduced in 180 runs here under load); by file, a close that is
+    // not the last cannot be counted as one.
     std::ifstream in(log);
     std::string line, dir = spill_dir() + "/";
-    // A move reopens a spill file through /proc/self/fd (an O_DIRECT view);
-    // closing such a view is never the file's last close (the region's own
-    // descriptor stays open), so it is not the slow close counted here. The
-    // views are the descriptors openat returned for a /proc/self/fd path.
-    std::map<long, int> closes, punches;
-    std::set<long> views;
-    std::map<long, bool> view_pending; // tid: an openat of /proc/self/fd unfinished
-    std::string spill_lines; // the calls on spill files, for the message (the whole log is long)
+    std::map<long, std::string> unfinished; // tid: its call's first half
+    std::map<std::string, int> open_fds;    // spill file: descriptors open
+    std::map<long, int> closes, last_closes, punches;
+    std::string main_lines, spill_lines; // for the message (the whole log is long)
     while (std::getline(in, line)) {
         long tid = atol(line.c_str());
         size_t call = line.find_first_not_of(' ', line.find(' '));
         if (call == std::string::npos) continue;
-        bool opening = line.compare(call, 7, "openat(") == 0, resumed = line.find("<... openat resumed>") != std::string::npos;
-        if (opening || resumed) {
-            bool view = opening ? line.find("\"/proc/self/fd/") != std::string::npos : view_pending[tid];
-            size_t eq = line.rfind(") = ");
-            if (opening && line.find("<unfinished") != std::string::npos) {
-                view_pending[tid] = view;
-                continue;
-            }
-            view_pending[tid] = false;
+        // A call another thread's line interrupted: "TID call(... <unfinished ...>"
+        // then "TID <... call resumed>...) = R": joined into one line.
+        size_t cut = line.find(" <unfinished ...>");
+        if (cut != std::string::npos) {
+            unfinished[tid] = line.substr(0, cut);
+            continue;
+        }
+        if (line.compare(call, 5, "<... ") == 0) {
+            size_t resumed = line.find("resumed>", call);
+            if (resumed == std::string::npos || !unfinished.count(tid)) continue;
+            line = unfinished[tid] + line.substr(resumed + 8);
+            unfinished.erase(tid);
+        }
+        size_t eq = line.rfind(") = ");
+        bool made = line.compare(call, 7, "openat(") == 0 || line.compare(call, 4, "dup") == 0 ||
+                    (line.compare(call, 6, "fcntl(") == 0 && line.find("F_DUPFD") != std::string::npos);
+        if (made) {
             if (eq != std::string::npos) {
-                long fd = atol(line.c_str() + eq + 4);
-                if (view && line.find("<" + dir, eq) != std::string::npos) views.insert(fd);
-                else views.erase(fd);
+                std::string file = spill_file_named(line, eq, dir);
+                if (!file.empty()) open_fds[file]++;
             }
             continue;
         }
-        if (line.find("<" + dir, call) == std::string::npos) continue;
+        std::string file = spill_file_named(line, call, dir);
+        if (file.empty()) continue;
         spill_lines += line + "\n";
+        if (tid == main_tid) main_lines += line + "\n";
         if (line.compare(call, 6, "close(") == 0) {
-            long fd = atol(line.c_str() + call + 6);
-            if (views.erase(fd)) continue;
             closes[tid]++;
+            if (--open_fds[file] <= 0) last_closes[tid]++;
         }
         if (line.compare(call, 10, "fallocate(") == 0 && line.find("PUNCH_HOLE") != std::string::npos)
             punches[tid]++;
     }
     // Short enough to survive meson's last-100-lines cut, so a failure says
     // which thread did what (CI run 16 failed here on every filesystem,
-    // under load, with only the strace log's tail in its output).
+    // under load, with only the strace log's tail in its output); the main
+    // thread's own calls first.
     std::string by_thread;
     for (auto &[tid, n] : closes) by_thread += " " + std::to_string(tid) + ":" + std::to_string(n) + "c";
+    for (auto &[tid, n] : last_closes) by_thread += " " + std::to_string(tid) + ":" + std::to_string(n) + "l";
     for (auto &[tid, n] : punches) by_thread += " " + std::to_string(tid) + ":" + std::to_string(n) + "p";
-    INFO("main " << main_tid << ", reaper " << reaper_tid << "; closes (c) and punches (p) of spill files by thread:"
-                 << by_thread << "\n" << spill_lines);
+    INFO("main " << main_tid << ", reaper " << reaper_tid << "; closes (c), last closes (l) and punches (p) of "
+                 << "spill files by thread:" << by_thread << "\nthe main thread's calls on spill files:\n"
+                 << main_lines << "every thread's:\n" << spill_lines);
     CHECK(closes[reaper_tid] >= 2);  // the file of its own, and the exported one
     CHECK(punches[reaper_tid] >= 2); // the pooled region, and the range the exported one left
-    CHECK(closes[main_tid] == 0);
+    CHECK(last_closes[main_tid] == 0);
     CHECK(punches[main_tid] == 0);
     unlink(log.c_str());
 }

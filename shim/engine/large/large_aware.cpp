@@ -60,7 +60,10 @@ int give_own_disk_file(Region *r) {
     if (int err = new_dedicated_disk_file(r->map_len, &dest)) return -err;
     int rc = rehome_region(r, dest);
     if (rc != 0) {
-        close_spill_file(dest);
+        // Its blocks are reserved (maybe written): the last close frees
+        // them, which a discard mount makes slow; the caller (an export,
+        // a spill) must not wait for that.
+        release_left_file(dest);
         return rc;
     }
     sampler_notice(); // a disk region now, maybe the process's first (as large_alloc does)

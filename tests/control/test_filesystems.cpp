@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <fstream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <linux/fs.h>
 #include <linux/magic.h>

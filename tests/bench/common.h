@@ -19,6 +19,20 @@ static inline uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The bytes this process made the kernel read from and write to storage
+ * (/proc/self/io read_bytes and write_bytes: its faults, read-ahead and the
+ * writeback it caused). Zero when the file cannot be read. */
+static inline void proc_io_bytes(unsigned long long *read, unsigned long long *written) {
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    *read = *written = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        sscanf(line, "read_bytes: %llu", read);
+        sscanf(line, "write_bytes: %llu", written);
+    }
+    if (f) fclose(f);
+}
+
 /* xorshift64*: cheap, deterministic per-thread randomness. */
 static inline uint64_t rng_next(uint64_t *s) {
     uint64_t x = *s;

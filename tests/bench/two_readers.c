@@ -19,6 +19,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "common.h"
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -43,13 +45,9 @@ static double now_s(void) {
 }
 
 static unsigned long long storage_read_bytes(void) {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    unsigned long long v = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "read_bytes: %llu", &v) == 1) break;
-    if (f) fclose(f);
-    return v;
+    unsigned long long read, written;
+    proc_io_bytes(&read, &written);
+    return read;
 }
 
 static void *reader(void *arg) {

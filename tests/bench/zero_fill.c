@@ -18,6 +18,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "common.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,24 +31,7 @@ static float *g_src;
 static uint32_t *g_dst;
 static size_t g_n; // floats in the source
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
-
-// read_bytes and write_bytes of /proc/self/io.
-static void io_bytes(unsigned long long *rd, unsigned long long *wr) {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    *rd = *wr = 0;
-    if (!f) return;
-    while (fgets(line, sizeof line, f)) {
-        sscanf(line, "read_bytes: %llu", rd);
-        sscanf(line, "write_bytes: %llu", wr);
-    }
-    fclose(f);
-}
+static double now_s(void) { return now_ns() / 1e9; }
 
 static void *copy_half(void *arg) {
     size_t half = (size_t)(uintptr_t)arg, from = half ? g_n / 2 : 0, to = half ? g_n : g_n / 2;
@@ -59,7 +44,7 @@ static void *copy_half(void *arg) {
 
 static void step(const char *name, double t0, unsigned long long r0, unsigned long long w0) {
     unsigned long long r, w;
-    io_bytes(&r, &w);
+    proc_io_bytes(&r, &w);
     printf("%s_s=%.2f %s_read_mib=%.0f %s_written_mib=%.0f\n", name, now_s() - t0, name, (r - r0) / 1048576.0, name,
            (w - w0) / 1048576.0);
     fflush(stdout);
@@ -80,7 +65,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     unsigned long long r0, w0;
-    io_bytes(&r0, &w0);
+    proc_io_bytes(&r0, &w0);
     double t0 = now_s();
     uint32_t x = 7;
     for (size_t i = 0; i < g_n; i++) {
@@ -88,11 +73,11 @@ int main(int argc, char **argv) {
         g_src[i] = (float)(x >> 8);
     }
     step("source", t0, r0, w0);
-    io_bytes(&r0, &w0);
+    proc_io_bytes(&r0, &w0);
     t0 = now_s();
     if (zero) memset(g_dst, 0, 2 * src_bytes);
     step("zero", t0, r0, w0);
-    io_bytes(&r0, &w0);
+    proc_io_bytes(&r0, &w0);
     t0 = now_s();
     pthread_t a, b;
     pthread_create(&a, NULL, copy_half, (void *)(uintptr_t)0);

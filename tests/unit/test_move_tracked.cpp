@@ -16,6 +16,7 @@
 #include "tiering/move_tracked.h"
 #include "os/direct_write.h"
 #include "os/uffd.h"
+#include "os/zero_range.h"
 
 #include <atomic>
 #include <cerrno>
@@ -638,4 +639,127 @@ TEST_CASE("a page written and then paged out during a tracked move is copied, an
             if (WIFEXITED(status)) CHECK(WEXITSTATUS(status) == 0);
         }
     }
+}
+
+TEST_CASE("zeroing units: a store racing it is never lost, and a pread into the range never fails or comes back short") {
+    // Two threads store a word that is not zero into a page of the range,
+    // read it back 30 us later, and store zero there again: the
+    // range is all zero nearly all the time, so zero_units keeps zeroing
+    // units that stores are landing in. A store the zeroing dropped reads
+    // back as zero. A third thread pread(2)s into the range's last MiB.
+    test::bring_up();
+    static unsigned char scratch[kZeroScratch];
+    TrackedMover mover;
+    const size_t n = 16 * MiB, unit = 2 * MiB;
+    int file = new_file(Kind::file, n);
+    char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
+    REQUIRE(p != MAP_FAILED);
+    memset(p, 0, n);
+    size_t zeroed = 0;
+    if (mover.begin() != uffd::Level::full) {
+        // Nothing can make an access wait: nothing is zeroed.
+        CHECK(mover.zero_units((uintptr_t)p, n, unit, file, 0, scratch, &zeroed, nullptr) == -ENOTSUP);
+        CHECK(zeroed == 0);
+        munmap(p, n);
+        close(file);
+        return;
+    }
+    int src = open(test::settings().spill_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    REQUIRE(src >= 0);
+    std::vector<char> pattern(MiB);
+    for (size_t i = 0; i < MiB; i++) pattern[i] = (char)(i * 7 + 3);
+    REQUIRE(pwrite(src, pattern.data(), MiB, 0) == (ssize_t)MiB);
+    constexpr int kWriters = 2;
+    std::atomic<bool> stop{false};
+    std::atomic<uint64_t> progress[kWriters + 1] = {}, lost{0}, efault{0}, shorts{0}, other{0};
+    std::vector<std::thread> threads;
+    const size_t pages = (n - unit) / 4096; // the last unit is the reader's
+    for (int t = 0; t < kWriters; t++)
+        threads.emplace_back([&, t] {
+            uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1), k = 0;
+            while (!stop.load(std::memory_order_relaxed)) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                size_t page = (x % (pages / kWriters)) * kWriters + t; // the writers never share a word
+                auto *w = (uint64_t *)(p + page * 4096 + (x >> 40) % 512 * 8);
+                uint64_t v = (++k << 8) | (uint64_t)(t + 1);
+                __atomic_store_n(w, v, __ATOMIC_RELAXED);
+                // Held for tens of microseconds: a unit's check reads it in
+                // about 200, and a store lost to the zeroing must still be
+                // looked for when the zeroing has dropped it.
+                auto held = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+                while (std::chrono::steady_clock::now() < held) __asm__ volatile("" ::: "memory");
+                if (__atomic_load_n(w, __ATOMIC_RELAXED) != v) lost++;
+                __atomic_store_n(w, 0, __ATOMIC_RELAXED);
+                progress[t].fetch_add(1, std::memory_order_relaxed);
+            }
+        });
+    threads.emplace_back([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            ssize_t got = pread(src, p + n - MiB, MiB, 0);
+            if (got < 0 && errno == EFAULT) efault++;
+            else if (got < 0) other++;
+            else if (got != (ssize_t)MiB) shorts++;
+            progress[kWriters].fetch_add(1, std::memory_order_relaxed);
+        }
+    });
+    // Zeroing for 3 s. A zeroed unit leaves the page cache; reading every
+    // page of the range brings the units back (unwritten extents read as
+    // cached zero pages), so the next round has units to zero again.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    size_t total = 0;
+    int rounds = 0, err = 0, stuck = 0;
+    TrackedPause pause;
+    while (std::chrono::steady_clock::now() < until && err == 0 && stuck == 0) {
+        // (No REQUIRE while the threads run: their std::thread must be joined.)
+        for (size_t off = 0; off < n; off += 4096) (void)*(volatile char *)(p + off);
+        err = mover.zero_units((uintptr_t)p, n, unit, file, 0, scratch, &zeroed, &pause);
+        total += zeroed;
+        rounds++;
+        stuck += test::threads_stuck(progress); // nothing waits once zero_units has returned
+    }
+    mover.end(); // a thread left waiting (the failure) gets on, to be joined
+    stop = true;
+    for (auto &t : threads) t.join();
+    INFO(lost.load() << " stores lost; " << rounds << " rounds zeroed " << (total >> 20) << " MiB; longest wait " << pause.longest_ns / 1e6
+                << " ms; stores " << progress[0].load() + progress[1].load() << ", preads " << progress[2].load());
+    CHECK(err == 0);
+    CHECK(stuck == 0);
+    CHECK(total > 0);
+    CHECK(lost.load() == 0);
+    CHECK(efault.load() == 0);
+    CHECK(shorts.load() == 0);
+    CHECK(other.load() == 0);
+    CHECK(memcmp(p + n - MiB, pattern.data(), MiB) == 0);
+    CHECK(mapped_inode(p) == inode_of(file));
+    CHECK(mapped_inode(p + n - 1) == inode_of(file));
+    size_t not_zero = 0; // every writer stored zero last
+    for (size_t i = 0; i < (n - unit) / 8; i++) not_zero += ((const uint64_t *)p)[i] != 0;
+    CHECK(not_zero == 0);
+    munmap(p, n);
+    close(file);
+    close(src);
+}
+
+TEST_CASE("zeroing units on a filesystem without the call changes nothing and maps the file again") {
+    test::bring_up();
+    static unsigned char scratch[kZeroScratch];
+    TrackedMover mover;
+    if (mover.begin() != uffd::Level::full) return; // the case above checks the refusal
+    const size_t n = 4 * MiB;
+    int fd = new_file(Kind::memfd, n);
+    char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    REQUIRE(p != MAP_FAILED);
+    memset(p, 0, n);
+    p[3 * MiB] = 1;
+    size_t zeroed = 0;
+    CHECK(mover.zero_units((uintptr_t)p, n, 2 * MiB, fd, 0, scratch, &zeroed, nullptr) == -EOPNOTSUPP);
+    CHECK(zeroed == 0);
+    CHECK(mapped_inode(p) == inode_of(fd));
+    CHECK(p[3 * MiB] == 1);
+    p[5] = 2; // the range is the memfd again
+    char b = 0;
+    REQUIRE(pread(fd, &b, 1, 5) == 1);
+    CHECK(b == 2);
+    munmap(p, n);
+    close(fd);
 }

@@ -5,6 +5,7 @@
 #include "fd_policy.h"
 #include "log.h"
 #include "os/kernel_ordered.h"
+#include "os/zero_range.h"
 
 #include <atomic>
 #include <cerrno>
@@ -441,6 +442,53 @@ int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, i
 // context, its entries zapped: a minor fault each), the batches already in
 // dest (written since, maybe) go back into the old file, and the old file
 // is mapped again.
+int TrackedMover::zero_units(uintptr_t at, size_t len, size_t unit, int old_fd, uint64_t old_off,
+                             unsigned char *scratch, size_t *zeroed, TrackedPause *pause) {
+    *zeroed = 0;
+    if (level_ != uffd::Level::full) return -ENOTSUP;
+    void *staged = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (staged == MAP_FAILED) return -errno;
+    int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMissing);
+    std::vector<uintptr_t> faults;
+    helper_->take(faults);
+    if (before_swap) before_swap(at, len);
+    uint64_t t0 = monotonic_ns();
+    // One step: old_fd's chunk leaves the range, the empty mapping (no page
+    // will ever be given it) takes its place. From the event on, no store
+    // can reach the chunk's pages: the mremap unmapped them and flushed
+    // every CPU's TLB before returning.
+    if (rc == 0) rc = helper_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, 0, &t0);
+    if (rc != 0) {
+        munmap(staged, len);
+        return rc;
+    }
+    for (size_t rel = 0; rel < len; rel += unit) {
+        size_t n = len - rel < unit ? len - rel : unit;
+        int e = cached_zero(old_fd, old_off + rel, n, scratch);
+        if (e == 0) continue;
+        if (e == 1) e = zero_range(old_fd, old_off + rel, n);
+        if (e != 0) {
+            rc = e; // -EOPNOTSUPP and the like: the same for every unit of the file
+            break;
+        }
+        *zeroed += n;
+    }
+    helper_->finish();
+    // The file again, in place of the empty mapping; then the waiters retry.
+    // A mapping of a range just unmapped fails only when the kernel is out
+    // of memory for the mapping itself: the waiters would wait forever.
+    if (map_region_in_place((void *)at, len, old_fd, (off_t)old_off) == MAP_FAILED)
+        lost(at, "mapping the file again after zeroing", -errno);
+    uffd::wake(uffd_, at, len);
+    uint64_t waited = monotonic_ns() - t0;
+    helper_->take(faults); // the waiters' messages: answered by the wake
+    if (pause) {
+        pause->total_ns += waited;
+        if (waited > pause->longest_ns) pause->longest_ns = waited;
+    }
+    return rc;
+}
+
 void TrackedMover::put_back_pulled(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd,
                                    uint64_t dest_off, const std::vector<bool> &done, size_t batch) {
     if (int rc = uffd::register_range(uffd_, at, len, uffd::kModeMinor | uffd::kModeMissing))

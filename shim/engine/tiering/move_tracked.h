@@ -101,6 +101,20 @@ class TrackedMover {
     int pull_then_block(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
                         const FileCopy &copy, TrackedPause *pause);
 
+    // Level::full: the units of [at, at+len) (unit bytes each, the last
+    // one shorter) that are wholly in page cache and hold only zeros become
+    // unwritten extents of old_fd (os/zero_range.h), old_fd being mapped at
+    // old_off. They are checked and zeroed while old_fd's chunk is mapped
+    // nowhere: an empty anonymous range registered for missing faults is
+    // moved over it (the swap of a pull), so a store into the range, the
+    // CPU's or the kernel's, waits instead of landing in a page the zeroing
+    // drops; then old_fd is mapped back and the waiters retry against it.
+    // scratch: kZeroScratch bytes (zero_range.h). *zeroed: the bytes made
+    // unwritten. 0, or -errno; the range maps old_fd at old_off again in
+    // every case, its bytes unchanged.
+    int zero_units(uintptr_t at, size_t len, size_t unit, int old_fd, uint64_t old_off, unsigned char *scratch,
+                   size_t *zeroed, TrackedPause *pause);
+
     // Level::user_only (or full): from now every store into [at, at+len),
     // the CPU's or the kernel's, marks its page written; nothing waits. A
     // demotion starts the next chunk's tracking early, then its first copy

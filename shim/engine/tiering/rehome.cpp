@@ -907,12 +907,13 @@ int rehome_region(Region *r, SpillFile *dest) {
     return 0;
 }
 
-int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
+int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const Region *, Backing to), const RegionWork &work,
+                    uint64_t *checks_ns) {
     if (g_untrusted) return -EPERM;
     const uint64_t t0 = monotonic_ns();
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock);
-    g_moving_to.store((uint8_t)dest->kind);
+    g_moving_to.store((uint8_t)to);
     g_moving_region.store(r); // seq_cst: a pin either sees this or is seen below
     r->moving.store(true);     // seq_cst, before the checks under the large lock: page_probes.h
     int rc = 0;
@@ -921,20 +922,30 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
         Region *live = registry_first();
         while (live && live != r) live = live->next;
         if (!live || r->start != start || r->freed.load()) rc = -ESTALE;
-        else if (r->pins.load() || r->is_private || r->backing == dest->kind ||
-                 (r->file && (r->file->foreign || r->file->exported[0])))
+        else if (r->pins.load() || r->is_private || (r->file && (r->file->foreign || r->file->exported[0])) ||
+                 refuse(r, to))
             rc = -EBUSY;
     }
-    // A read in flight into the region would fail in a read-only window; a tracked move waits for nothing.
-    if (rc == 0 && uffd::level() != uffd::Level::full && read_in_flight(r->start, r->map_len)) rc = -EBUSY;
     // A probe that checked the region before it was marked moving may be
-    // unmapping its pages: the move starts after it (probe_hold.h).
+    // unmapping its pages: the work starts after it (probe_hold.h).
     if (rc == 0) wait_out_probes(r);
-    if (out) out->checks_ns = monotonic_ns() - t0;
-    if (rc == 0) rc = move_chunks_kept_off(r, dest, write_back, out);
+    if (checks_ns) *checks_ns = monotonic_ns() - t0;
+    if (rc == 0) rc = work(r);
     r->moving.store(false);
     g_moving_region.store(nullptr);
     return rc;
+}
+
+int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
+    auto already_there = [](const Region *live, Backing to) { return live->backing == to; };
+    return hold_region_for(
+        r, start, dest->kind, already_there,
+        [&](Region *held) {
+            // A read in flight into the region would fail in a read-only window; a tracked move waits for nothing.
+            if (uffd::level() != uffd::Level::full && read_in_flight(held->start, held->map_len)) return -EBUSY;
+            return move_chunks_kept_off(held, dest, write_back, out);
+        },
+        out ? &out->checks_ns : nullptr);
 }
 
 RegionPin::RegionPin(Region *r) : r_(r) {

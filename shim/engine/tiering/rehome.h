@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace spillway {
@@ -72,6 +73,17 @@ struct MoveResult {
     uffd::Level scheme = uffd::Level::none; // how: tracked (full), narrowed (user_only), read-only chunks
     size_t recopied_bytes = 0; // copied again because they were written during the move (tracked)
 };
+
+// Runs work(r) with r held as a move holds it: the move lock, r marked
+// moving to `to` (a pin, a resize or a retirement waits; the page probes
+// keep off), after checking under the large lock that r is still live at
+// start, not pinned, not private, its file neither a fork child's
+// inherited one nor exported, and refuse(r, to) false. -EPERM (an untrusted
+// fork child), -ESTALE (gone), -EBUSY (refused), or work's result.
+// *checks_ns: the time taken before work began.
+using RegionWork = std::function<int(Region *)>;
+int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const Region *, Backing to), const RegionWork &work,
+                    uint64_t *checks_ns = nullptr);
 
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)

@@ -45,6 +45,7 @@ inline constexpr char writeback[] = "writeback";
 inline constexpr char passes[] = "passes";
 inline constexpr char written_back_bytes[] = "written_back_bytes";
 inline constexpr char unmapped_bytes[] = "unmapped_bytes";
+inline constexpr char zeroed_bytes[] = "zeroed_bytes";
 inline constexpr char pass_ms[] = "pass_ms";
 // The prefetch worker (shim/engine/access/prefetch_worker.h), an object of its own.
 inline constexpr char prefetch[] = "prefetch";

@@ -86,7 +86,7 @@ TEST_CASE("summary: failed moves and the writeback pacer's passes are summed and
                           R"("demotions":0,"demoted_bytes":0,"failed_promotions":1,"failed_demotions":9},)"
                           R"("writeback":{"passes":3,"written_back_bytes":201326592,"unmapped_bytes":1073741824,"pass_ms":12}})";
     const char *pacing = R"({"pid":6,"regions":{"disk":1},"writeback":{"passes":1,"written_back_bytes":67108864,)"
-                         R"("unmapped_bytes":0,"pass_ms":3}})";
+                         R"("unmapped_bytes":0,"pass_ms":3,"zeroed_bytes":33554432}})";
     StatsSummary s = summarize_stats({failing, pacing});
     CHECK(s.failed_promotions == 1);
     CHECK(s.failed_demotions == 9);
@@ -94,12 +94,13 @@ TEST_CASE("summary: failed moves and the writeback pacer's passes are summed and
     CHECK(s.written_back_bytes == 268435456ull);
     CHECK(s.unmapped_bytes == 1073741824ull);
     CHECK(s.writeback_ms == 15);
+    CHECK(s.zeroed_bytes == 33554432ull);
     auto lines = render_summary(s, "here");
     REQUIRE(lines.size() == 10); // 5, tiering, writeback, then 2 processes under a heading
     CHECK(lines[5] == "spillway:   tiering: 0 promotions to memory (0B), 0 demotions to disk (0B), in place; the log "
                       "at info level says why; failed: 1 promotion, 9 demotions (see the shim's warnings above for why)");
     CHECK(lines[6] == "spillway:   writeback: 4 passes wrote back 256MiB of dirty spill pages, unmapping 1.00GiB "
-                      "first, in 15 ms");
+                      "first, in 15 ms; 32.0MiB of zeros left unwritten");
     CHECK(lines[7].find("by process") != std::string::npos);
     // A line from an older shim, without these keys, shows neither.
     lines = render_summary(summarize_stats({kLineA}), "here");

@@ -82,6 +82,9 @@ TEST_CASE("the writeback pacer's passes and failed moves are in the line, and a 
              unmapped = g_stats.writeback_unmapped_bytes.load(), ns = g_stats.writeback_ns.load();
     stats_on_writeback_pass(3 << 20, 8 << 20, 2500000);
     stats_on_writeback_pass(1 << 20, 0, 1500000);
+    uint64_t zeroed = g_stats.writeback_zeroed_bytes.load();
+    stats_on_zeroed(6 << 20);
+    CHECK(g_stats.writeback_zeroed_bytes.load() == zeroed + (6 << 20));
     CHECK(g_stats.writeback_passes.load() == passes + 2);
     CHECK(g_stats.writeback_bytes.load() == bytes + (4 << 20));
     CHECK(g_stats.writeback_unmapped_bytes.load() == unmapped + (8 << 20));
@@ -97,6 +100,7 @@ TEST_CASE("the writeback pacer's passes and failed moves are in the line, and a 
     CHECK(has("written_back_bytes", g_stats.writeback_bytes.load()));
     CHECK(has("unmapped_bytes", g_stats.writeback_unmapped_bytes.load()));
     CHECK(has("pass_ms", g_stats.writeback_ns.load() / 1000000));
+    CHECK(has("zeroed_bytes", g_stats.writeback_zeroed_bytes.load()));
     CHECK(has("failed_demotions", g_stats.failed_demotions.load()));
     CHECK(has("failed_promotions", g_stats.failed_promotions.load()));
     // Inside "tiering", next to the moves they failed to make.
@@ -105,8 +109,8 @@ TEST_CASE("the writeback pacer's passes and failed moves are in the line, and a 
     CHECK(json.find('\n') == std::string::npos);
     stats_after_fork_child();
     json = stats_json();
-    CHECK(json.find("\"writeback\":{\"passes\":0,\"written_back_bytes\":0,\"unmapped_bytes\":0,\"pass_ms\":0}") !=
-          std::string::npos);
+    CHECK(json.find("\"writeback\":{\"passes\":0,\"written_back_bytes\":0,\"unmapped_bytes\":0,\"pass_ms\":0,"
+                    "\"zeroed_bytes\":0}") != std::string::npos);
     CHECK(has("failed_demotions", 0));
     CHECK(has("failed_promotions", 0));
 }

@@ -57,6 +57,7 @@ StatsSummary summarize_stats(const std::vector<std::string> &lines) {
             s.written_back_bytes += count(*w, stats_key::written_back_bytes);
             s.unmapped_bytes += count(*w, stats_key::unmapped_bytes);
             s.writeback_ms += count(*w, stats_key::pass_ms);
+            s.zeroed_bytes += count(*w, stats_key::zeroed_bytes);
         }
         s.routing += regions_here > 0;
         pl.regions = regions_here;
@@ -121,7 +122,8 @@ std::vector<std::string> render_summary(const StatsSummary &s, const std::string
     if (s.writeback_passes)
         out.push_back("spillway:   writeback: " + plural(s.writeback_passes, "pass", "es") +
                       " wrote back " + human_size(s.written_back_bytes) + " of dirty spill pages, unmapping " +
-                      human_size(s.unmapped_bytes) + " first, in " + std::to_string(s.writeback_ms) + " ms");
+                      human_size(s.unmapped_bytes) + " first, in " + std::to_string(s.writeback_ms) + " ms" +
+                      (s.zeroed_bytes ? "; " + human_size(s.zeroed_bytes) + " of zeros left unwritten" : ""));
     if (s.processes > 1) {
         out.push_back("spillway:   by process (bytes placed, peak held at once):");
         size_t shown = std::min(s.per_process.size(), kMaxProcessLines);

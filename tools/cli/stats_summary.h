@@ -42,7 +42,7 @@ struct StatsSummary {
     uint64_t failed_promotions = 0, failed_demotions = 0; // the shim warned why
     // The writeback pacer (summed): passes, the dirty bytes they asked the
     // kernel to write, the mappings they unmapped first, their time.
-    uint64_t writeback_passes = 0, written_back_bytes = 0, unmapped_bytes = 0, writeback_ms = 0;
+    uint64_t writeback_passes = 0, written_back_bytes = 0, unmapped_bytes = 0, writeback_ms = 0, zeroed_bytes = 0;
 };
 
 StatsSummary summarize_stats(const std::vector<std::string> &lines);

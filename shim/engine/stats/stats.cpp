@@ -61,6 +61,8 @@ void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uin
     }
 }
 
+void stats_on_zeroed(uint64_t bytes) { g_stats.writeback_zeroed_bytes.fetch_add(bytes, std::memory_order_relaxed); }
+
 void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint64_t ns) {
     g_stats.writeback_passes.fetch_add(1, std::memory_order_relaxed);
     g_stats.writeback_bytes.fetch_add(dirty_bytes, std::memory_order_relaxed);
@@ -87,7 +89,7 @@ void stats_after_fork_child() {
                     &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns,
                     &g_stats.failed_promotions, &g_stats.failed_demotions, &g_stats.writeback_passes,
                     &g_stats.writeback_bytes, &g_stats.writeback_unmapped_bytes, &g_stats.writeback_ns,
-                    &g_stats.prefetch_read_bytes, &g_stats.prefetch_dropped_bytes})
+                    &g_stats.writeback_zeroed_bytes, &g_stats.prefetch_read_bytes, &g_stats.prefetch_dropped_bytes})
         c->store(0);
     for (auto &r : g_stats.demote_reasons) r.store(0);
 }
@@ -149,7 +151,8 @@ std::string stats_json(const std::string &run_tag) {
     out += member(key::writeback) + "{\"" + key::passes + "\":" + n(g_stats.writeback_passes) +
            member(key::written_back_bytes) + n(g_stats.writeback_bytes) + member(key::unmapped_bytes) +
            n(g_stats.writeback_unmapped_bytes) + member(key::pass_ms) +
-           std::to_string(g_stats.writeback_ns.load() / 1000000) + "}";
+           std::to_string(g_stats.writeback_ns.load() / 1000000) + member(key::zeroed_bytes) +
+           n(g_stats.writeback_zeroed_bytes) + "}";
     out += member(key::prefetch) + "{\"" + key::read_bytes + "\":" + n(g_stats.prefetch_read_bytes) +
            member(key::dropped_bytes) + n(g_stats.prefetch_dropped_bytes) + "}";
     out += member(key::sites) + callsite_stats_json();

@@ -37,8 +37,10 @@ struct Stats {
     // Paced writeback (writeback.cpp): passes that asked the kernel to write
     // spill files; the dirty bytes those ranges held when asked; the bytes
     // of spill mappings whose page-table entries were dropped first; the
-    // passes' wall time.
+    // passes' wall time; the bytes of dirty zeros they left unwritten
+    // instead (zero_extents.h).
     std::atomic<uint64_t> writeback_passes, writeback_bytes, writeback_unmapped_bytes, writeback_ns;
+    std::atomic<uint64_t> writeback_zeroed_bytes;
     // The prefetch worker (access/prefetch_worker.h): bytes its preads
     // returned (from the disk or the page cache), and bytes it paged out
     // behind readers. Why in the line: a job's major faults do not say who
@@ -64,6 +66,8 @@ void stats_on_move(Backing from, Backing to, size_t bytes, uint64_t move_ns, uin
 void stats_on_rehome(Backing from, Backing to, size_t bytes);
 // One writeback pass (writeback.h) that asked the kernel to write.
 void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint64_t ns);
+// A writeback pass left bytes of dirty zeros unwritten (zero_extents.h).
+void stats_on_zeroed(uint64_t bytes);
 // The prefetch worker read bytes of a stream's file ahead of its reader, or
 // paged out bytes the reader had passed (either may be 0).
 void stats_on_prefetch(uint64_t read_bytes, uint64_t dropped_bytes);

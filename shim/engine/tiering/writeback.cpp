@@ -12,6 +12,7 @@
 #include "registry/region.h"
 #include "sites/callsite.h"
 #include "stats/stats.h"
+#include "tiering/zero_extents.h"
 
 #include <algorithm>
 #include <atomic>
@@ -103,6 +104,7 @@ struct MappedRange {
     uintptr_t start;
     size_t len;
     RegionKey key;
+    int fd; // its range's dup
 };
 
 // A region a pass may unmap and write: live, disk-backed, mapped shared, ours.
@@ -195,7 +197,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
             files[n_files] = f;
             fds[n_files++] = fd;
         }
-        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len, key_of(r)};
+        if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len, key_of(r), fds[i]};
         *took_random |= random;
         out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random};
     }
@@ -239,6 +241,14 @@ uint64_t unmap_before_writing(const MappedRange *mapped, unsigned n, RegionKey *
         if (done == mapped[i].len) whole[(*n_whole)++] = mapped[i].key;
     }
     return unmapped;
+}
+
+// The regions' dirty all-zero units become unwritten extents (zero_extents.h).
+uint64_t zero_dirty_zeros(const MappedRange *mapped, unsigned n) {
+    ZeroCandidate c[kMaxUnmapped];
+    for (unsigned i = 0; i < n; i++)
+        c[i] = {const_cast<Region *>(mapped[i].r), mapped[i].start, mapped[i].len, mapped[i].fd, mapped[i].key.file_off};
+    return zero_dirty_units(c, n);
 }
 
 // The dirty bytes of a file range in the page cache, or false when the
@@ -325,6 +335,9 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
     unsigned n = snapshot(ranges, kMaxFiles, mapped, &n_mapped,
                           writes_random_regions(t0, g_random_pass_ns.load(), g_random_interval_ns.load()),
                           &took_random, leave_quiet);
+    // Dirty zeros first: what zero_dirty_units makes unwritten leaves the
+    // page cache, so it is neither unmapped nor written below.
+    uint64_t zeroed = zero_dirty_zeros(mapped, n_mapped);
     uint64_t unmapped = unmap_before_writing(mapped, n_mapped, whole, &n_whole);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;
@@ -363,6 +376,7 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
     if (n) {
         g_passes.fetch_add(1, std::memory_order_relaxed);
         stats_on_writeback_pass(written, unmapped, monotonic_ns() - t0);
+        if (zeroed) stats_on_zeroed(zeroed);
     }
     if (leave_quiet) { // what the next pass may leave out: unmapped and written now, or left out now
         g_n_written = 0;
@@ -390,6 +404,7 @@ void writeback_after_fork_child() {
     g_pagemap = -1;
     new (&g_quiet_lock) std::mutex();
     g_n_written = g_n_quiet = g_quiet_passes = 0;
+    zero_extents_after_fork_child();
 }
 
 uint64_t writeback_passes() { return g_passes.load(); }

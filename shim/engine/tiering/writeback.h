@@ -19,7 +19,9 @@
 // unmap_before_writing for why) and asks the kernel to start writing every
 // disk-backed spill file range (sync_file_range SYNC_FILE_RANGE_WRITE: only
 // dirty-tagged pages are visited, so clean ranges cost a tree walk, not I/O,
-// and the call does not wait for the writes to finish).
+// and the call does not wait for the writes to finish). Before writing, a
+// pass makes the regions' dirty pages of zeros unwritten extents instead
+// (zero_extents.h).
 //
 // Invariants: the thread starts lazily (the first disk region created while
 // a memory limit binds: a process without one never gets it), with every

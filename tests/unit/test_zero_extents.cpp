@@ -1,0 +1,143 @@
+// test_zero_extents.cpp — a writeback pass turns a disk region's dirty
+// all-zero units into unwritten extents instead of writing them (their
+// pages leave the page cache, the bytes still read as zero, the region
+// still maps its file), writes the units that hold data, leaves alone a
+// unit with a page not in page cache (its bytes on disk are not known), and
+// counts what it zeroed in the exit stats. Without userfaultfd for kernel
+// faults nothing is zeroed and every dirty page is written.
+#include "shim_fixture.h"
+
+#include "backing/backing.h"
+#include "backing/reaper.h"
+#include "cachestat.h"
+#include "large/large.h"
+#include "os/uffd.h"
+#include "registry/arena.h"
+#include "registry/region.h"
+#include "spillway.h"
+#include "stats/stats.h"
+#include "tiering/writeback.h"
+#include "tiering/zero_extents.h"
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace spillway;
+
+namespace {
+
+constexpr size_t MiB = size_t(1) << 20, kLen = 32 * MiB;
+
+Cachestat cache_of(const Region *r, size_t rel, size_t len) {
+    Cachestat cs{};
+    REQUIRE(cachestat(r->file->fd, CachestatRange{r->file_off + rel, len}, cs) == 0);
+    return cs;
+}
+
+// A disk region of kLen whose call site is not learned random (a pass
+// takes random regions only every interval; unit tests share call sites).
+unsigned char *disk_region() {
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    std::lock_guard<std::mutex> guard(large_lock());
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    REQUIRE(r->backing == Backing::disk);
+    REQUIRE(r->map_len == kLen);
+    r->site = nullptr;
+    return p;
+}
+
+// Stores zeros everywhere and data into [data_at, data_at+4096), until
+// the kernel's flushers have left every page dirty (on a busy machine they
+// may clean some first).
+void fill(unsigned char *p, size_t data_at) {
+    const Region *r = arena::region_at(p);
+    for (int tries = 0; tries < 50; tries++) {
+        memset(p, 0, kLen);
+        memset(p + data_at, 1 + tries, 4096);
+        // The page-table dirty bits reach the page cache when the pages are unmapped.
+        REQUIRE(madvise(p, kLen, MADV_DONTNEED) == 0);
+        if (cache_of(r, 0, kLen).nr_dirty * 4096 == kLen) return;
+    }
+    FAIL("the kernel's flushers cleaned the region's pages before every pass, 50 times");
+}
+
+} // namespace
+
+TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its data") {
+    test::bring_up();
+    zero_extents_forget();
+    unsigned char *p = disk_region();
+    const Region *r = arena::region_at(p);
+    const size_t data_unit = 10 * kZeroUnit;
+    fill(p, data_unit + 8192);
+    const unsigned char data = p[data_unit + 8192];
+    uint64_t z0 = g_stats.writeback_zeroed_bytes.load();
+    CHECK(writeback_pass(true) >= 1);
+    uint64_t zeroed = g_stats.writeback_zeroed_bytes.load() - z0;
+    if (uffd::level() == uffd::Level::full) {
+        CHECK(zeroed == kLen - kZeroUnit);
+        Cachestat zeros = cache_of(r, 0, data_unit);
+        CHECK(zeros.nr_cache == 0); // left the page cache unwritten
+        Cachestat rest = cache_of(r, data_unit + kZeroUnit, kLen - data_unit - kZeroUnit);
+        CHECK(rest.nr_cache == 0);
+    } else {
+        CHECK(zeroed == 0);
+    }
+    CHECK(cache_of(r, 0, kLen).nr_dirty == 0); // the rest was written
+    Cachestat data_cs = cache_of(r, data_unit, kZeroUnit);
+    CHECK(data_cs.nr_cache * 4096 == kZeroUnit); // written, not dropped
+    // The bytes: zeros where they were, data where it was, and the region
+    // still maps its file (a store through it is in the file).
+    CHECK(p[0] == 0);
+    CHECK(p[kLen - 1] == 0);
+    CHECK(p[data_unit] == 0);
+    CHECK(p[data_unit + 8192] == data);
+    CHECK(p[data_unit + 8192 + 4095] == data);
+    p[77] = 5;
+    unsigned char b = 0;
+    REQUIRE(pread(r->file->fd, &b, 1, (off_t)(r->file_off + 77)) == 1);
+    CHECK(b == 5);
+    large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("a unit with a page not in page cache is written back, not zeroed") {
+    test::bring_up();
+    zero_extents_forget();
+    if (uffd::level() != uffd::Level::full) return; // nothing is zeroed (the case above)
+    unsigned char *p = disk_region();
+    const Region *r = arena::region_at(p);
+    // All zeros; unit 3 written back and dropped from the page cache, then
+    // its first half stored into again: dirty zeros beside zeros on disk,
+    // which a pass cannot know without reading them.
+    fill(p, 0);
+    memset(p, 0, 4096);
+    const size_t unit3 = 3 * kZeroUnit, half = kZeroUnit / 2;
+    REQUIRE(madvise(p, kLen, MADV_DONTNEED) == 0);
+    REQUIRE(sync_file_range(r->file->fd, (off_t)(r->file_off + unit3), kZeroUnit,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == 0);
+    REQUIRE(posix_fadvise(r->file->fd, (off_t)(r->file_off + unit3), kZeroUnit, POSIX_FADV_DONTNEED) == 0);
+    REQUIRE(cache_of(r, unit3, kZeroUnit).nr_cache == 0);
+    // (pwrite: a store through the mapping would fault read-ahead in.)
+    std::vector<char> zeros(half, 0);
+    REQUIRE(pwrite(r->file->fd, zeros.data(), half, (off_t)(r->file_off + unit3)) == (ssize_t)half);
+    REQUIRE(cache_of(r, unit3 + half, half).nr_cache == 0);
+    uint64_t z0 = g_stats.writeback_zeroed_bytes.load();
+    CHECK(writeback_pass(true) >= 1);
+    CHECK(g_stats.writeback_zeroed_bytes.load() - z0 == kLen - kZeroUnit);
+    Cachestat cs = cache_of(r, unit3, kZeroUnit);
+    CHECK(cs.nr_dirty == 0);
+    CHECK(cs.nr_cache * 4096 == half); // written, still cached; the rest not read
+    CHECK(p[unit3] == 0);
+    CHECK(p[unit3 + kZeroUnit - 1] == 0);
+    large_free(p);
+    reaper_drain();
+}

@@ -26,10 +26,12 @@ bool all_zero(const unsigned char *p, size_t n) {
 
 int cached_zero(int fd, uint64_t off, size_t len, unsigned char *buf) {
     static const uint64_t page = 4096;
-    // Steps small enough to stay in the cache: most data ends the check in
-    // its first step.
+    // The first step one page (most data ends the check there: a pass asks
+    // of every dirty unit), then steps small enough to stay in the cache.
+    size_t step = page;
     while (len) {
-        size_t want = len < kZeroScratch ? len : kZeroScratch;
+        size_t want = len < step ? len : step;
+        step = kZeroScratch;
         Cachestat cs{};
         if (cachestat(fd, CachestatRange{off, want}, cs) != 0) return -errno;
         if (cs.nr_cache * page < want) return 0;

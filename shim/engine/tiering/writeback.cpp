@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "os/cgroup.h"
 #include "fd_policy.h"
+#include "log.h"
 #include "registry/region.h"
 #include "sites/callsite.h"
 #include "stats/stats.h"
@@ -45,6 +46,11 @@ constexpr unsigned kMaxUnmapped = 512;
 // Unmapped per hold of the large lock: a few ms of page-table work, so an
 // allocating thread never waits long behind the pass.
 constexpr size_t kUnmapStep = 64ull << 20;
+
+// A pass looks for dirty zeros again while a round found this much, up to
+// this many rounds.
+constexpr uint64_t kZeroRoundMin = 8ull << 20;
+constexpr int kZeroRounds = 8;
 
 // Leaving quiet regions out (writeback_pass): every this many passes, none.
 constexpr unsigned kFullPassEvery = 20;
@@ -337,7 +343,18 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
                           &took_random, leave_quiet);
     // Dirty zeros first: what zero_dirty_units makes unwritten leaves the
     // page cache, so it is neither unmapped nor written below.
-    uint64_t zeroed = zero_dirty_zeros(mapped, n_mapped);
+    // Zeros written while a round ran are looked for again: the writes
+    // below would otherwise take them (a program zeroing a buffer writes
+    // faster than a round zeroes; zero_fill.c: 1.5 GB/s against 0.8).
+    uint64_t zeroed = 0;
+    for (int round = 0; round < kZeroRounds; round++) {
+        uint64_t z = zero_dirty_zeros(mapped, n_mapped);
+        zeroed += z;
+        if (z < kZeroRoundMin) break;
+    }
+    if (zeroed)
+        SPW_LOG(debug, "writeback: %llu MiB of dirty zeros left unwritten in %.1f ms",
+                (unsigned long long)(zeroed >> 20), (monotonic_ns() - t0) / 1e6);
     uint64_t unmapped = unmap_before_writing(mapped, n_mapped, whole, &n_whole);
     unsigned flags = SYNC_FILE_RANGE_WRITE;
     if (wait) flags |= SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WAIT_AFTER;

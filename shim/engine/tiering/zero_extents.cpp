@@ -90,12 +90,17 @@ uint64_t zero_dirty_units(const ZeroCandidate *regions, unsigned n) {
         Cachestat whole{};
         if (cachestat(c.fd, CachestatRange{c.file_off, c.len}, whole) != 0 || whole.nr_dirty == 0) continue;
         size_t run_at = 0, run_len = 0;
+        // After a run found all zero, the next dirty units join a run
+        // unread: the run checks them anyway, and a buffer being zeroed
+        // is zero unit after unit (the first read cost XGBoost's DMatrix
+        // phase a third of the zeroing's time).
+        bool streak = false;
         for (size_t rel = 0;; rel += kZeroUnit) {
             const bool end = rel >= c.len;
             size_t len = end ? 0 : (c.len - rel < kZeroUnit ? c.len - rel : kZeroUnit);
             bool candidate = false;
             if (!end && dirty(c.fd, c.file_off + rel, len)) {
-                int zero = cached_zero(c.fd, c.file_off + rel, len, g_scratch);
+                int zero = streak ? 1 : cached_zero(c.fd, c.file_off + rel, len, g_scratch);
                 if (zero < 0) {
                     unsupported(st.st_dev, zero);
                     break;
@@ -117,7 +122,9 @@ uint64_t zero_dirty_units(const ZeroCandidate *regions, unsigned n) {
                         return zeroed;
                     }
                 }
-                zeroed += zero_run(mover, c, run_at, run_len, st.st_dev);
+                uint64_t z = zero_run(mover, c, run_at, run_len, st.st_dev);
+                zeroed += z;
+                streak = z == run_len;
                 if (device_unsupported(st.st_dev)) break;
             }
             if (end) break;

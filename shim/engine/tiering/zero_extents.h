@@ -35,7 +35,7 @@ namespace spillway {
 struct Region;
 
 constexpr size_t kZeroUnit = size_t(2) << 20;
-constexpr size_t kZeroMaxRun = size_t(8) << 20; // an access waits for at most one run's check and zeroing
+constexpr size_t kZeroMaxRun = size_t(16) << 20; // an access waits for at most one run's check and zeroing
 
 // A disk region as a writeback pass snapshotted it: r is compared under the
 // large lock before use, never dereferenced otherwise; fd is a descriptor

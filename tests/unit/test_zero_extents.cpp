@@ -3,8 +3,9 @@
 // pages leave the page cache, the bytes still read as zero, the region
 // still maps its file), writes the units that hold data, leaves alone a
 // unit with a page not in page cache (its bytes on disk are not known), and
-// counts what it zeroed in the exit stats. Without userfaultfd for kernel
-// faults nothing is zeroed and every dirty page is written.
+// counts what it zeroed in the exit stats; zeros stored over data written
+// back before are written, not zeroed. Without userfaultfd for kernel
+// faults, or off ext4, nothing is zeroed and every dirty page is written.
 #include "shim_fixture.h"
 
 #include "backing/backing.h"
@@ -12,6 +13,7 @@
 #include "cachestat.h"
 #include "large/large.h"
 #include "os/uffd.h"
+#include "os/zero_range.h"
 #include "registry/arena.h"
 #include "registry/region.h"
 #include "spillway.h"
@@ -69,6 +71,12 @@ void fill(unsigned char *p, size_t data_at) {
     FAIL("the kernel's flushers cleaned the region's pages before every pass, 50 times");
 }
 
+// Whether a pass may zero r's units here: userfaultfd for kernel faults,
+// and a spill file on ext4 (zero_range.h).
+bool can_zero(const Region *r) {
+    return uffd::level() == uffd::Level::full && zero_range_keeps_reservation(r->file->fd);
+}
+
 } // namespace
 
 TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its data") {
@@ -82,7 +90,7 @@ TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its da
     uint64_t z0 = g_stats.writeback_zeroed_bytes.load();
     CHECK(writeback_pass(true) >= 1);
     uint64_t zeroed = g_stats.writeback_zeroed_bytes.load() - z0;
-    if (uffd::level() == uffd::Level::full) {
+    if (can_zero(r)) {
         CHECK(zeroed == kLen - kZeroUnit);
         Cachestat zeros = cache_of(r, 0, data_unit);
         CHECK(zeros.nr_cache == 0); // left the page cache unwritten
@@ -112,9 +120,12 @@ TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its da
 TEST_CASE("a unit with a page not in page cache is written back, not zeroed") {
     test::bring_up();
     zero_extents_forget();
-    if (uffd::level() != uffd::Level::full) return; // nothing is zeroed (the case above)
     unsigned char *p = disk_region();
     const Region *r = arena::region_at(p);
+    if (!can_zero(r)) { // nothing is zeroed (the case above)
+        large_free(p);
+        return;
+    }
     // All zeros; unit 3 written back and dropped from the page cache, then
     // its first half stored into again: dirty zeros beside zeros on disk,
     // which a pass cannot know without reading them.
@@ -138,6 +149,30 @@ TEST_CASE("a unit with a page not in page cache is written back, not zeroed") {
     CHECK(cs.nr_cache * 4096 == half); // written, still cached; the rest not read
     CHECK(p[unit3] == 0);
     CHECK(p[unit3 + kZeroUnit - 1] == 0);
+    large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("zeros over a range written back before are written again, not zeroed") {
+    // ext4 drops the pages before it converts the extents: were the
+    // conversion to fail, a written extent would show its old bytes
+    // (zero_range.h). Data written back, then zeros stored over it.
+    test::bring_up();
+    zero_extents_forget();
+    unsigned char *p = disk_region();
+    const Region *r = arena::region_at(p);
+    memset(p, 9, kLen);
+    REQUIRE(madvise(p, kLen, MADV_DONTNEED) == 0);
+    REQUIRE(fdatasync(r->file->fd) == 0);
+    fill(p, 0);
+    memset(p, 0, 4096);
+    uint64_t z0 = g_stats.writeback_zeroed_bytes.load();
+    CHECK(writeback_pass(true) >= 1);
+    CHECK(g_stats.writeback_zeroed_bytes.load() - z0 == 0);
+    CHECK(cache_of(r, 0, kLen).nr_dirty == 0);
+    CHECK(p[0] == 0);
+    CHECK(p[kLen / 2] == 0);
+    CHECK(p[kLen - 1] == 0);
     large_free(p);
     reaper_drain();
 }

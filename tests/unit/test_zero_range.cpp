@@ -1,8 +1,9 @@
 // test_zero_range.cpp — cached_zero says yes only for a range wholly in page
 // cache and all zero, and reads no page that was not cached; zero_range turns a
 // range of dirty zeros into unwritten extents (blocks still reserved, pages
-// gone from the page cache, nothing written), and a filesystem without the
-// call (tmpfs) answers -EOPNOTSUPP with the file unchanged.
+// gone from the page cache, nothing written) and is trusted with that on
+// ext4 alone, and a filesystem without the call (tmpfs) answers -EOPNOTSUPP
+// with the file unchanged.
 #include "shim_fixture.h"
 #include "test_tmp.h"
 
@@ -18,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include <vector>
 
@@ -98,6 +100,9 @@ TEST_CASE("cached_zero: yes only for a range wholly in page cache and all zero, 
 TEST_CASE("zero_range: dirty zeros become unwritten extents, blocks kept, pages dropped, bytes zero") {
     int fd = disk_file(kLen);
     uint64_t reserved = blocks_of(fd);
+    struct statfs fs;
+    REQUIRE(fstatfs(fd, &fs) == 0);
+    CHECK(zero_range_keeps_reservation(fd) == (fs.f_type == 0xEF53)); // ext4 only
     char *m = (char *)mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     REQUIRE(m != MAP_FAILED);
     memset(m, 0, kLen);             // dirty zeros, as a value-initialising resize leaves them
@@ -132,6 +137,7 @@ TEST_CASE("zero_range: tmpfs has no such call, and cached_zero cannot ask it; th
     static unsigned char scratch[kZeroScratch];
     CHECK(cached_zero(fd, 0, 4096, scratch) == -EOPNOTSUPP);
     CHECK(zero_range(fd, 0, kLen) == -EOPNOTSUPP);
+    CHECK_FALSE(zero_range_keeps_reservation(fd));
     char b[3] = {};
     REQUIRE(pread(fd, b, 3, 100) == 3);
     CHECK(memcmp(b, "abc", 3) == 0);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 
 namespace spillway {
 
@@ -45,6 +46,12 @@ int cached_zero(int fd, uint64_t off, size_t len, unsigned char *buf) {
         len -= want;
     }
     return 1;
+}
+
+bool zero_range_keeps_reservation(int fd) {
+    constexpr long kExt4Magic = 0xEF53; // EXT4_SUPER_MAGIC (ext2 and ext3 files have no extents to reserve)
+    struct statfs s;
+    return fstatfs(fd, &s) == 0 && s.f_type == kExt4Magic;
 }
 
 int zero_range(int fd, uint64_t off, size_t len) {

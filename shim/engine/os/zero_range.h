@@ -36,6 +36,19 @@ int cached_zero(int fd, uint64_t off, size_t len, unsigned char *scratch);
 
 // fallocate(FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE): 0, or -errno
 // (-EOPNOTSUPP: the filesystem has no such call, tmpfs for one).
+// Safe for the caller's bytes only where zero_range_keeps_reservation, and
+// over extents that hold no data on disk (os/extents.h), or whose data on
+// disk is what the page cache holds: ext4 drops the range's pages first and
+// converts its extents after, and a conversion that fails (a written
+// extent split on a full disk) would leave the old bytes on disk readable.
 int zero_range(int fd, uint64_t off, size_t len);
+
+// Whether fd's filesystem keeps a range's blocks through zero_range: ext4
+// converts the extents in place. XFS punches the range and allocates it
+// again (a full disk in between leaves a hole, and a store into a hole of
+// a shared mapping on a full disk raises SIGBUS: the reservation was the
+// point); btrfs copies on write; tmpfs has no such call. Overlay answers
+// for itself, not for the filesystem under it: no.
+bool zero_range_keeps_reservation(int fd);
 
 } // namespace spillway

@@ -5,6 +5,7 @@
 #include "fd_policy.h"
 #include "log.h"
 #include "os/kernel_ordered.h"
+#include "os/extents.h"
 #include "os/zero_range.h"
 
 #include <atomic>
@@ -462,10 +463,14 @@ int TrackedMover::zero_units(uintptr_t at, size_t len, size_t unit, int old_fd, 
         munmap(staged, len);
         return rc;
     }
+    std::vector<Extent> on_disk;
     for (size_t rel = 0; rel < len; rel += unit) {
         size_t n = len - rel < unit ? len - rel : unit;
         int e = cached_zero(old_fd, old_off + rel, n, scratch);
         if (e == 0) continue;
+        // Only over extents with no data on disk (zero_range.h): if the
+        // conversion failed, the unit would still read as zeros.
+        if (e == 1 && (!written_extents(old_fd, old_off + rel, n, on_disk) || !on_disk.empty())) continue;
         if (e == 1) e = zero_range(old_fd, old_off + rel, n);
         if (e != 0) {
             rc = e; // -EOPNOTSUPP and the like: the same for every unit of the file

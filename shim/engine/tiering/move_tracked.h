@@ -102,8 +102,9 @@ class TrackedMover {
                         const FileCopy &copy, TrackedPause *pause);
 
     // Level::full: the units of [at, at+len) (unit bytes each, the last
-    // one shorter) that are wholly in page cache and hold only zeros become
-    // unwritten extents of old_fd (os/zero_range.h), old_fd being mapped at
+    // one shorter) that are wholly in page cache, hold only zeros and have
+    // no data on disk (os/extents.h) become unwritten extents of old_fd
+    // again (os/zero_range.h), old_fd being mapped at
     // old_off. They are checked and zeroed while old_fd's chunk is mapped
     // nowhere: an empty anonymous range registered for missing faults is
     // moved over it (the swap of a pull), so a store into the range, the

@@ -38,6 +38,7 @@
 // once which of the three this process has; docs/moves.md is the contract.
 #pragma once
 
+#include "os/extents.h"
 #include "os/uffd.h"
 #include "registry/placement.h" // Backing
 
@@ -111,11 +112,9 @@ struct CopyRun {
     size_t off = 0, len = 0; // relative to the chunk
     bool from_file = false;  // false: copy through the mapping
 };
-struct Extent {
-    size_t off = 0, len = 0; // relative to the chunk, clipped to it
-};
 // resident[i] & 1: page i of the chunk is in page cache (mincore);
-// written: the extents holding data on disk, sorted. Appends the runs.
+// written: the extents holding data on disk (os/extents.h), sorted, relative
+// to the chunk. Appends the runs.
 void plan_disk_copy(const unsigned char *resident, size_t pages, size_t page, const Extent *written,
                     size_t n_written, std::vector<CopyRun> &runs);
 

@@ -46,8 +46,8 @@ bool dirty(int fd, uint64_t off, size_t len) {
 }
 
 void unsupported(dev_t dev, int err) {
-    SPW_LOG(debug, "writeback: the spill directory's filesystem cannot check or zero a range in place (%s); its "
-                   "zeros are written back",
+    SPW_LOG(debug, "writeback: the spill directory's filesystem cannot zero a range in place keeping its blocks "
+                   "(%s; only ext4 can); its zeros are written back",
             strerror(-err));
     if (g_n_unsupported < kMaxDevices) g_unsupported[g_n_unsupported++] = dev;
 }
@@ -87,6 +87,10 @@ uint64_t zero_dirty_units(const ZeroCandidate *regions, unsigned n) {
         const ZeroCandidate &c = regions[i];
         struct stat st;
         if (fstat(c.fd, &st) != 0 || device_unsupported(st.st_dev)) continue;
+        if (!zero_range_keeps_reservation(c.fd)) {
+            unsupported(st.st_dev, -EOPNOTSUPP);
+            continue;
+        }
         Cachestat whole{};
         if (cachestat(c.fd, CachestatRange{c.file_off, c.len}, whole) != 0 || whole.nr_dirty == 0) continue;
         size_t run_at = 0, run_len = 0;

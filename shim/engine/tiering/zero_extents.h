@@ -19,8 +19,10 @@
 //
 // Invariants: no store is ever lost, and nothing is zeroed that the check
 // did not read as zero under the hold; without userfaultfd for kernel
-// faults (uffd.h Level::full) nothing is zeroed, and a filesystem without
-// FALLOC_FL_ZERO_RANGE (tmpfs) is asked once per device; a unit with a
+// faults (uffd.h Level::full) nothing is zeroed; only on ext4, the one
+// filesystem whose zero_range keeps the blocks reserved (os/zero_range.h),
+// and only over extents never written (a unit whose zeros were written back
+// and dirtied again is written again); a unit with a
 // page not in page cache is left to writeback (its bytes on disk are not
 // known without reading them); a thread blocked in an O_DIRECT read into
 // the run makes it wait for the next pass (the device would write into

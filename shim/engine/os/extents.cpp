@@ -1,0 +1,38 @@
+// extents.cpp — see extents.h.
+#include "os/extents.h"
+
+#include <cstring>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+
+namespace spillway {
+
+bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out) {
+    out.clear();
+    constexpr unsigned kBatch = 128;
+    alignas(struct fiemap) char buf[sizeof(struct fiemap) + kBatch * sizeof(struct fiemap_extent)];
+    auto *fm = (struct fiemap *)buf;
+    uint64_t from = at, end = at + n;
+    while (from < end) {
+        memset(buf, 0, sizeof buf);
+        fm->fm_start = from;
+        fm->fm_length = end - from;
+        fm->fm_extent_count = kBatch;
+        if (ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return false;
+        if (fm->fm_mapped_extents == 0) break;
+        bool last = false;
+        for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
+            const struct fiemap_extent &e = fm->fm_extents[i];
+            uint64_t a = e.fe_logical > at ? e.fe_logical : at;
+            uint64_t b = e.fe_logical + e.fe_length < end ? e.fe_logical + e.fe_length : end;
+            if (!(e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) && b > a) out.push_back({a - at, b - a});
+            from = e.fe_logical + e.fe_length;
+            last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
+        }
+        if (last) break;
+    }
+    return true;
+}
+
+} // namespace spillway

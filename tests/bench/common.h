@@ -20,17 +20,23 @@ static inline uint64_t now_ns(void) {
 }
 
 /* The bytes this process made the kernel read from and write to storage
- * (/proc/self/io read_bytes and write_bytes: its faults, read-ahead and the
- * writeback it caused). Zero when the file cannot be read. */
+ * (/proc/self/io read_bytes, and write_bytes less cancelled_write_bytes:
+ * its faults, read-ahead and the writeback it caused; a page is counted
+ * written when it is dirtied, and cancelled when it is dropped dirty, as
+ * the shim's zeroing of dirty zeros drops it). Zero when the file cannot
+ * be read. */
 static inline void proc_io_bytes(unsigned long long *read, unsigned long long *written) {
     FILE *f = fopen("/proc/self/io", "r");
     char line[128];
+    unsigned long long cancelled = 0;
     *read = *written = 0;
     while (f && fgets(line, sizeof line, f)) {
         sscanf(line, "read_bytes: %llu", read);
         sscanf(line, "write_bytes: %llu", written);
+        sscanf(line, "cancelled_write_bytes: %llu", &cancelled);
     }
     if (f) fclose(f);
+    *written = *written > cancelled ? *written - cancelled : 0;
 }
 
 /* xorshift64*: cheap, deterministic per-thread randomness. */

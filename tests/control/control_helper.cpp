@@ -17,6 +17,11 @@
 //   write-churn ROUNDS     8 threads write whole disk regions, realloc and free
 //                          them, checking every page; prints "intact=0|1
 //                          regions=N writeback_thread=0|1"
+//   zero-then-fill SRC_MIB a buffer of 2 x SRC_MIB zeroed, then two threads
+//                          write each its half from a source of SRC_MIB, as
+//                          XGBoost builds its DMatrix (tests/bench/zero_fill.c);
+//                          checks every word; prints "intact=0|1
+//                          wrong_words=N waited_ms=N"
 #include "spillway.h"
 #include "memcg.h"
 #include "support.h"
@@ -231,6 +236,50 @@ int write_churn(int rounds) {
     return 0;
 }
 
+// Bytes of this process's dirty pages dropped unwritten (/proc/self/io).
+unsigned long long cancelled_write_bytes() {
+    unsigned long long v = 0;
+    if (FILE *f = fopen("/proc/self/io", "r")) {
+        char line[128];
+        while (fgets(line, sizeof line, f)) sscanf(line, "cancelled_write_bytes: %llu", &v);
+        fclose(f);
+    }
+    return v;
+}
+
+// The writeback pacer leaves the zeros unwritten (tiering/zero_extents.h),
+// and the two threads then store over them: no store may be lost to it, and
+// each word must read back. The helper waits after zeroing (up to 5 s) until
+// half of the zeros were dropped unwritten (in a cgroup that holds them, a
+// pass is due before reclaim wakes the kernel's flushers, which would write
+// them first): the test then knows the fill ran over zeroed units.
+int zero_then_fill(size_t src_mib) {
+    const size_t n = src_mib * MiB / 4; // floats in the source
+    auto *src = (uint32_t *)malloc(n * 4);
+    auto *dst = (uint64_t *)malloc(n * 8);
+    if (!src || !dst) return 1;
+    for (size_t i = 0; i < n; i++) src[i] = (uint32_t)(i * 2654435761u) | 1;
+    const unsigned long long before = cancelled_write_bytes();
+    memset(dst, 0, n * 8);
+    int waited_ms = 0;
+    while (cancelled_write_bytes() - before < n * 4 && waited_ms < 5000) {
+        usleep(10000);
+        waited_ms += 10;
+    }
+    auto half = [&](size_t from, size_t to) {
+        for (size_t i = from; i < to; i++) dst[i] = (uint64_t)src[i] << 32 | (i % 64);
+    };
+    std::thread low(half, 0, n / 2), high(half, n / 2, n);
+    low.join();
+    high.join();
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += dst[i] != ((uint64_t)(uint32_t)((i * 2654435761u) | 1) << 32 | (i % 64));
+    printf("intact=%d wrong_words=%zu waited_ms=%d\n", bad == 0 ? 1 : 0, bad, waited_ms);
+    free(src);
+    free(dst);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -249,5 +298,6 @@ int main(int argc, char **argv) {
     if (cmd == "inactive") return inactive();
     if (cmd == "inactive-queries") return inactive_queries();
     if (cmd == "write-churn" && argc == 3) return write_churn(atoi(argv[2]));
+    if (cmd == "zero-then-fill" && argc == 3) return zero_then_fill(strtoull(argv[2], nullptr, 10));
     return usage();
 }

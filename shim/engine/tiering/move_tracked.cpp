@@ -387,22 +387,27 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
     return 0;
 }
 
+int TrackedMover::stage_over(void *staged, uintptr_t at, size_t len, uint64_t modes, uint64_t *t0) {
+    int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, modes);
+    std::vector<uintptr_t> faults;
+    helper_->take(faults); // older ones are answered already
+    if (before_swap) before_swap(at, len);
+    *t0 = monotonic_ns();
+    if (rc == 0) rc = helper_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, 0, t0);
+    if (rc != 0) munmap(staged, len);
+    return rc;
+}
+
 int TrackedMover::pull(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
                        const FileCopy &copy, TrackedPause *pause) {
     if (level_ != uffd::Level::full) return -ENOTSUP;
     void *staged = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, dest_fd, (off_t)dest_off);
     if (staged == MAP_FAILED) return -errno;
-    int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMinor | uffd::kModeMissing);
-    std::vector<uintptr_t> faults;
-    helper_->take(faults); // older ones are answered already
-    if (before_swap) before_swap(at, len);
-    uint64_t t0 = monotonic_ns();
+    uint64_t t0 = 0;
     // One step: the old file's chunk leaves the range, dest (no page mapped) takes its place.
-    if (rc == 0) rc = helper_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, 0, &t0);
-    if (rc != 0) {
-        munmap(staged, len);
-        return rc;
-    }
+    int rc = stage_over(staged, at, len, uffd::kModeMinor | uffd::kModeMissing, &t0);
+    if (rc != 0) return rc;
+    std::vector<uintptr_t> faults;
     const size_t batches = (len + kPullBatch - 1) / kPullBatch;
     std::vector<bool> done(batches, false); // in dest, and its pages fault normally
     // A batch is copied, then leaves the context: the accesses waiting in it
@@ -449,20 +454,14 @@ int TrackedMover::zero_units(uintptr_t at, size_t len, size_t unit, int old_fd, 
     if (level_ != uffd::Level::full) return -ENOTSUP;
     void *staged = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (staged == MAP_FAILED) return -errno;
-    int rc = uffd::register_range(uffd_, (uintptr_t)staged, len, uffd::kModeMissing);
-    std::vector<uintptr_t> faults;
-    helper_->take(faults);
-    if (before_swap) before_swap(at, len);
-    uint64_t t0 = monotonic_ns();
+    uint64_t t0 = 0;
     // One step: old_fd's chunk leaves the range, the empty mapping (no page
-    // will ever be given it) takes its place. From the event on, no store
-    // can reach the chunk's pages: the mremap unmapped them and flushed
-    // every CPU's TLB before returning.
-    if (rc == 0) rc = helper_->remap((uintptr_t)staged, len, MREMAP_MAYMOVE | MREMAP_FIXED, at, 0, &t0);
-    if (rc != 0) {
-        munmap(staged, len);
-        return rc;
-    }
+    // will ever be given it) takes its place. From then on no store can
+    // reach the chunk's pages: the mremap unmapped them and flushed every
+    // CPU's TLB before its event was sent.
+    int rc = stage_over(staged, at, len, uffd::kModeMissing, &t0);
+    if (rc != 0) return rc;
+    std::vector<uintptr_t> faults;
     std::vector<Extent> on_disk;
     for (size_t rel = 0; rel < len; rel += unit) {
         size_t n = len - rel < unit ? len - rel : unit;

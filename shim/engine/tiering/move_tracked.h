@@ -143,6 +143,11 @@ class TrackedMover {
     struct Helper; // the second thread: makes the mremaps, reads the messages (see the .cpp)
 
     int copy_ranges(uintptr_t base, int dest_fd, uint64_t dest_off, size_t *bytes);
+    // The swap of a pull (and of zero_units): staged, registered with
+    // modes, is moved over [at, at+len) in one mremap, so an access to the
+    // range waits from then; *t0: when accesses may have begun to wait.
+    // 0, or -errno with staged unmapped and the range as it was.
+    int stage_over(void *staged, uintptr_t at, size_t len, uint64_t modes, uint64_t *t0);
     int last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, uint64_t dest_off, TrackedPause *pause);
     void put_back_pulled(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd, uint64_t dest_off,
                          const std::vector<bool> &done, size_t batch);

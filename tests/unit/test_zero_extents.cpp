@@ -4,7 +4,8 @@
 // still maps its file), writes the units that hold data, leaves alone a
 // unit with a page not in page cache (its bytes on disk are not known), and
 // counts what it zeroed in the exit stats; zeros stored over data written
-// back before are written, not zeroed. Without userfaultfd for kernel
+// back before are written, not zeroed; the runs mapped again keep the
+// region's madvise advice. Without userfaultfd for kernel
 // faults, or off ext4, nothing is zeroed and every dirty page is written.
 #include "shim_fixture.h"
 
@@ -24,6 +25,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <string>
 #include <mutex>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -71,6 +74,28 @@ void fill(unsigned char *p, size_t data_at) {
     FAIL("the kernel's flushers cleaned the region's pages before every pass, 50 times");
 }
 
+// Whether every mapping of [p, p+len) carries flag in its VmFlags
+// (/proc/self/smaps: "rr" is MADV_RANDOM's VM_RAND_READ).
+bool all_mappings_flagged(const void *p, size_t len, const char *flag) {
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool in = false;
+    size_t seen = 0, flagged = 0;
+    uintptr_t lo = (uintptr_t)p, hi = lo + len;
+    while (std::getline(smaps, line)) {
+        std::string first = line.substr(0, line.find(' '));
+        if (!first.empty() && first.back() != ':') {
+            uintptr_t a = strtoull(first.c_str(), nullptr, 16);
+            uintptr_t b = strtoull(first.c_str() + first.find('-') + 1, nullptr, 16);
+            in = a < hi && lo < b;
+            seen += in;
+        } else if (in && first == "VmFlags:") {
+            flagged += (" " + line.substr(first.size()) + " ").find(std::string(" ") + flag + " ") != std::string::npos;
+        }
+    }
+    return seen > 0 && flagged == seen;
+}
+
 // Whether a pass may zero r's units here: userfaultfd for kernel faults,
 // and a spill file on ext4 (zero_range.h).
 bool can_zero(const Region *r) {
@@ -85,6 +110,10 @@ TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its da
     unsigned char *p = disk_region();
     const Region *r = arena::region_at(p);
     const size_t data_unit = 10 * kZeroUnit;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        advise_region(arena::region_at(p), MADV_RANDOM);
+    }
     fill(p, data_unit + 8192);
     const unsigned char data = p[data_unit + 8192];
     uint64_t z0 = g_stats.writeback_zeroed_bytes.load();
@@ -100,6 +129,9 @@ TEST_CASE("a pass leaves a disk region's dirty zeros unwritten and writes its da
         CHECK(zeroed == 0);
     }
     CHECK(cache_of(r, 0, kLen).nr_dirty == 0); // the rest was written
+    // The runs mapped again keep the region's advice (a fault there reads
+    // no further than its page).
+    CHECK(all_mappings_flagged(p, kLen, "rr"));
     Cachestat data_cs = cache_of(r, data_unit, kZeroUnit);
     CHECK(data_cs.nr_cache * 4096 == kZeroUnit); // written, not dropped
     // The bytes: zeros where they were, data where it was, and the region

@@ -63,8 +63,13 @@ uint64_t zero_run(TrackedMover &mover, const ZeroCandidate &c, size_t rel, size_
         // offset, as long as the region is still the one snapshotted.
         if (held->map_len != c.len || held->file_off != c.file_off) return -ESTALE;
         if (read_in_flight(c.start + rel, len, true)) return -EBUSY;
-        return mover.zero_units(c.start + rel, len, kZeroUnit, c.fd, c.file_off + rel, g_scratch, &zeroed,
-                                nullptr);
+        int e = mover.zero_units(c.start + rel, len, kZeroUnit, c.fd, c.file_off + rel, g_scratch, &zeroed,
+                                 nullptr);
+        // The file mapped back has default advice: the run takes the
+        // region's again (a fault there would read ahead megabytes).
+        if (int advice = held->advice.load(std::memory_order_relaxed))
+            madvise((void *)(c.start + rel), len, advice);
+        return e;
     });
     if (rc == -EOPNOTSUPP || rc == -EINVAL || rc == -ENOSYS) unsupported(dev, rc);
     return zeroed;

@@ -409,7 +409,11 @@ void writeback_notice() {
     // Without a memory limit the kernel's flushers suffice: no thread (the
     // next disk region asks again; headroom is cached for a few ms).
     if (memory_headroom() == UINT64_MAX || g_started.exchange(true)) return;
-    start_background_thread(writeback_main, "spillway-wb", 128 * 1024);
+    // 256 KiB, as the engine's other threads: a pass's arrays (ranges,
+    // regions, zero candidates: about 84 KiB) and a zeroing run's calls
+    // below them (a FIEMAP buffer of 7 KiB, the log's formatting) came
+    // within reach of 128.
+    start_background_thread(writeback_main, "spillway-wb", 256 * 1024);
 }
 
 void writeback_after_fork_child() {

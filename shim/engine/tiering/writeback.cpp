@@ -393,7 +393,6 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
     if (n) {
         g_passes.fetch_add(1, std::memory_order_relaxed);
         stats_on_writeback_pass(written, unmapped, monotonic_ns() - t0);
-        if (zeroed) stats_on_zeroed(zeroed);
     }
     if (leave_quiet) { // what the next pass may leave out: unmapped and written now, or left out now
         g_n_written = 0;

@@ -6,6 +6,7 @@
 #include "os/uffd.h"
 #include "os/zero_range.h"
 #include "registry/region.h"
+#include "stats/stats.h"
 #include "tiering/move_tracked.h"
 #include "tiering/rehome.h"
 
@@ -132,6 +133,10 @@ uint64_t zero_dirty_units(const ZeroCandidate *regions, unsigned n) {
                     }
                 }
                 uint64_t z = zero_run(mover, c, run_at, run_len, st.st_dev);
+                // Counted as it happens, not at the pass's end: a process
+                // can exit (and write its stats) while the pass that zeroed
+                // is still writing other ranges.
+                if (z) stats_on_zeroed(z);
                 zeroed += z;
                 streak = z == run_len;
                 if (device_unsupported(st.st_dev)) break;

@@ -51,7 +51,8 @@ struct ZeroCandidate {
 };
 
 // Makes the dirty all-zero units of the given regions unwritten extents.
-// Returns the bytes zeroed (counted in the exit stats by the caller).
+// Returns the bytes zeroed, counted in the exit stats (stats_on_zeroed)
+// run by run.
 uint64_t zero_dirty_units(const ZeroCandidate *regions, unsigned n);
 
 void zero_extents_after_fork_child();

@@ -26,6 +26,14 @@ namespace spillway {
 
 // Smaller copies are left alone: at most 64 pages backwards.
 constexpr size_t kForwardCopyMin = size_t(256) << 10;
+// From here on the front copies with its own forward loop of non-temporal
+// stores; below, in page-sized pieces by glibc, and only when a page of
+// either side is not in memory (mincore), since glibc's own routine is
+// twice as fast on cached data (in RAM on the CI VM, best of 200: 1 MiB in
+// 0.026 ms by glibc, 0.057 by a forward loop, 0.075 in pieces; 16 MiB in
+// 1.13 ms by glibc, 0.80 streamed; 128 MiB in 13.9 and 7.4; 512 MiB, where
+// glibc streams too, 30.1 and 29.2).
+constexpr size_t kStreamCopyMin = size_t(16) << 20;
 // glibc's window, for the widest vectors it uses (8 x 64 bytes).
 constexpr uintptr_t kAliasWindow = 512;
 constexpr size_t kCopyPage = 4096;

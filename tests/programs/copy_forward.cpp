@@ -4,8 +4,11 @@
 // memcpy, memmove and mempcpy keep their results for every size, offset and
 // overlap around the rule's edges (abi/copy_order.h).
 //
-// The order is seen without perf: the source is made PROT_NONE, and a
-// SIGSEGV handler records each page the copy touches first and opens it.
+// The order is seen without perf: the source's page cache is dropped
+// (spillway_release_page_cache: the pieces' path is taken only when a page
+// is not in memory), the source is made PROT_NONE, and a SIGSEGV handler
+// records each page the copy touches first and opens it. 4 MiB takes the
+// pieces' path, 32 MiB the streaming loop's.
 #include "check.h"
 
 #include <csignal>
@@ -19,7 +22,7 @@
 namespace {
 
 constexpr size_t kPage = 4096;
-constexpr size_t kMax = 1024;
+constexpr size_t kMax = 16384;
 uintptr_t g_src = 0;
 size_t g_order[kMax];
 volatile size_t g_seen = 0;
@@ -63,44 +66,50 @@ void check_copy(unsigned char *base, size_t dst_off, size_t src_off, size_t n, i
 
 int main() {
     auto backing = (int (*)(const void *))dlsym(RTLD_DEFAULT, "spillway_backing");
-    CHECK(backing);
+    auto release = (int (*)(const void *))dlsym(RTLD_DEFAULT, "spillway_release_page_cache");
+    CHECK(backing && release);
     struct sigaction sa = {};
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO;
     CHECK(sigaction(SIGSEGV, &sa, nullptr) == 0);
 
-    // Two 4 MiB regions on disk, both starting on a 2 MiB boundary: aliased.
-    const size_t n = 4 << 20;
-    auto *src = (unsigned char *)malloc(n), *dst = (unsigned char *)malloc(n);
-    CHECK(src && dst && backing(src) == 1 && backing(dst) == 1);
-    CHECK(((uintptr_t)dst - (uintptr_t)src) % kPage == 0);
-    for (size_t i = 0; i < n; i++) src[i] = pattern(i, 1);
-    for (int which = 0; which < 3; which++) {
-        memset(dst, 0, n);
-        std::vector<size_t> order = touch_order(dst, src, n, which);
-        CHECK(order.size() == n / kPage);
-        for (size_t i = 0; i < order.size(); i++)
-            if (order[i] != i) {
-                fprintf(stderr, "copy %d touched source page %zu %zu-th (first: %zu, last: %zu): not front to back\n",
-                        which, order[i], i, order.front(), order.back());
-                return 1;
-            }
-        for (size_t i = 0; i < n; i++) CHECK(dst[i] == pattern(i, 1));
+    // Two regions on disk, both starting on a 2 MiB boundary: aliased.
+    for (size_t n : {size_t(4) << 20, size_t(32) << 20}) {
+        auto *src = (unsigned char *)malloc(n), *dst = (unsigned char *)malloc(n);
+        CHECK(src && dst && backing(src) == 1 && backing(dst) == 1);
+        CHECK(((uintptr_t)dst - (uintptr_t)src) % kPage == 0);
+        for (size_t i = 0; i < n; i++) src[i] = pattern(i, 1);
+        for (int which = 0; which < 3; which++) {
+            memset(dst, 0, n);
+            CHECK(release(src) == 0);
+            std::vector<size_t> order = touch_order(dst, src, n, which);
+            CHECK(order.size() == n / kPage);
+            for (size_t i = 0; i < order.size(); i++)
+                if (order[i] != i) {
+                    fprintf(stderr, "copy %d of %zu MiB touched source page %zu %zu-th (first: %zu, last: %zu): not front to back\n",
+                            which, n >> 20, order[i], i, order.front(), order.back());
+                    return 1;
+                }
+            for (size_t i = 0; i < n; i++) CHECK(dst[i] == pattern(i, 1));
+        }
+        free(src);
+        free(dst);
     }
 
     // Results at the rule's edges: sizes around 256 KiB, offsets around the
     // 512-byte alias window, overlapping both ways, inside one region and
     // between a region and the stack-like heap of mimalloc.
-    const size_t sizes[] = {1, 4095, 4096, 4097, (256 << 10) - 1, 256 << 10, (256 << 10) + 1, (1 << 20) + 37};
+    const size_t sizes[] = {1, 4095, 4096, 4097, (256 << 10) - 1, 256 << 10, (256 << 10) + 1, (1 << 20) + 37,
+                           (16 << 20) - 1, (16 << 20) + 100};
     const size_t offsets[] = {0, 1, 255, 256, 511, 512, 4095, 4096, 4097, 8192 + 100};
-    auto *big = (unsigned char *)malloc(16 << 20);
+    auto *big = (unsigned char *)malloc(48 << 20);
     CHECK(big && backing(big) == 1);
-    for (size_t i = 0; i < (16u << 20); i++) big[i] = pattern(i, 7);
+    for (size_t i = 0; i < (48u << 20); i++) big[i] = pattern(i, 7);
     unsigned checked = 0;
     for (int which = 0; which < 3; which++)
         for (size_t len : sizes)
             for (size_t off : offsets) {
-                size_t far = 8 << 20;
+                size_t far = 24 << 20;
                 check_copy(big, far + off, 0, len, which);          // apart, dst above
                 check_copy(big, 0, far + off, len, which);          // apart, dst below
                 if (which == 1 && off < len) {
@@ -115,8 +124,6 @@ int main() {
     CHECK(memcmp(small, big + 12345, 64 << 10) == 0);
     free(small);
     free(big);
-    free(src);
-    free(dst);
     printf("ok: large copies between regions run front to back; %u size/offset cases of 3 routines correct\n", checked);
     return 0;
 }

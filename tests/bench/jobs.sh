@@ -49,7 +49,8 @@
 # loop device turns a freed spill file's discard into a hole punch that
 # reads wait behind; measured 60 s of one job's 72).
 # --out/--append: the markdown report into FILE
-# (--write-results: tests/bench/JOBS.md); it is always printed.
+# (--write-results: tests/bench/JOBS.md, replacing its generated report and
+# keeping what follows its "<!-- notes written by hand" line); it is always printed.
 #
 # Makes a loop-mounted ext4 spill filesystem under /var/tmp (phases_lib.sh)
 # holding the spill directory and the swap file, so swap and spill files
@@ -285,10 +286,19 @@ echo "META load_end=$(cut -d' ' -f1-3 /proc/loadavg) elapsed_s=$(( $(date +%s) -
 lib_log "done in $(( $(date +%s) - T0 )) s"
 
 TABLE=$("$PYTHON" "$HERE/jobs_report.py" "$REC")
+NOTES_MARKER="<!-- notes written by hand"
 echo
 echo "$TABLE"
 if [ -n "$REPORT" ]; then
     if [ "$APPEND" = 1 ] && [ -s "$REPORT" ]; then { echo; echo "$TABLE"; } >> "$REPORT"
-    else { echo "# Real libraries' jobs: unconstrained, swap, shim (tests/bench/jobs.sh)"; echo; echo "$TABLE"; } > "$REPORT"; fi
+    else
+        # The notes a person wrote below the marker line (JOBS.md's diagnoses)
+        # outlive a rerun; only the generated report above it is replaced.
+        NOTES=""
+        [ -f "$REPORT" ] && NOTES=$(sed -n "/^$NOTES_MARKER/,\$p" "$REPORT")
+        { echo "# Real libraries' jobs: unconstrained, swap, shim (tests/bench/jobs.sh)"; echo; echo "$TABLE"
+          [ -n "$NOTES" ] && { echo; echo "$NOTES"; }; } > "$REPORT.tmp"
+        mv "$REPORT.tmp" "$REPORT"
+    fi
     lib_log "wrote $REPORT"
 fi

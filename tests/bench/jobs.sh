@@ -296,8 +296,10 @@ if [ -n "$REPORT" ]; then
         # outlive a rerun; only the generated report above it is replaced.
         NOTES=""
         [ -f "$REPORT" ] && NOTES=$(sed -n "/^$NOTES_MARKER/,\$p" "$REPORT")
-        { echo "# Real libraries' jobs: unconstrained, swap, shim (tests/bench/jobs.sh)"; echo; echo "$TABLE"
-          [ -n "$NOTES" ] && { echo; echo "$NOTES"; }; } > "$REPORT.tmp"
+        {
+            echo "# Real libraries' jobs: unconstrained, swap, shim (tests/bench/jobs.sh)"; echo; echo "$TABLE"
+            if [ -n "$NOTES" ]; then echo; echo "$NOTES"; fi
+        } > "$REPORT.tmp"
         mv "$REPORT.tmp" "$REPORT"
     fi
     lib_log "wrote $REPORT"

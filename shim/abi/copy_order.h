@@ -1,5 +1,5 @@
 // copy_order.h — which copies front/copy_forward.cpp does itself, front to
-// back a page at a time, instead of leaving their order to glibc.
+// back, instead of leaving their order to glibc.
 //
 // Why: glibc's memmove and memcpy (memmove-vec-unaligned-erms, glibc 2.36)
 // copy a block below their non-temporal threshold *backwards* when
@@ -39,7 +39,7 @@ constexpr uintptr_t kAliasWindow = 512;
 constexpr size_t kCopyPage = 4096;
 
 // Whether the copy of n bytes from src to dst, one side in the arena, is
-// done front to back in page-sized pieces.
+// done front to back (streamed, or in page-sized pieces: kStreamCopyMin).
 inline bool copy_goes_forward(uintptr_t dst, uintptr_t src, size_t n, bool touches_arena) {
     if (n < kForwardCopyMin || !touches_arena) return false;
     if (((dst - src) & (kCopyPage - 1)) >= kAliasWindow) return false; // glibc goes forwards itself

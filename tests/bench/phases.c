@@ -25,13 +25,15 @@
  *       (every row read in order), gather2 (another N random rows). Every
  *       row read is checked against what fill wrote. One line per phase:
  *         PHASE label=.. phase=.. s=.. majflt=.. dev_read_bytes=.. dev_read_ios=..
- *               pgpgin_bytes=.. cg_majflt=.. cg_file_bytes=.. bytes_per_fault=..
+ *               dev_write_bytes=.. cg_dirty_start_bytes=.. pgpgin_bytes=.. cg_majflt=.. cg_file_bytes=.. bytes_per_fault=..
  *               us_per_fault=.. main_cpu_s=.. other_cpu_s=.. main_nivcsw=..
  *               cg_failcnt=.. floor_s=.. ratio=..
  *       dev_* are deltas of /sys/block/DEV/stat (exact: only the spill
  *       filesystem is on that device); pgpgin is /proc/vmstat (system-wide,
  *       and it counts a loop device's reads twice: once on the loop device,
- *       once on the disk below it); cg_* come from DIR/memory.stat (v1 or v2)
+ *       once on the disk below it); cg_* come from DIR/memory.stat (v1 or v2;
+ *       cg_dirty_start_bytes: the cgroup's dirty page cache as the phase began,
+ *       which the device writes while the phase reads)
  *       and cg_failcnt from DIR/memory.failcnt (v1: how often the cgroup hit
  *       its limit, each time a reclaim by the charging thread; v2: the
  *       memory.events "max" count). us_per_fault = s / majflt; main_cpu_s is
@@ -92,9 +94,9 @@ static long long keyed(const char *path, const char *key) {
 struct counters {
     uint64_t ns;
     long majflt;
-    long long dev_read_sectors, dev_read_ios;
+    long long dev_read_sectors, dev_read_ios, dev_write_sectors;
     long long pgpgin_kib;
-    long long cg_majflt, cg_file, cg_failcnt;
+    long long cg_majflt, cg_file, cg_dirty, cg_failcnt;
     double main_cpu_s, all_cpu_s;
     long main_nivcsw;
 };
@@ -123,19 +125,21 @@ static void sample(struct counters *c) {
     c->main_cpu_s = cpu_s(&self);
     c->all_cpu_s = cpu_s(&ru);
     c->main_nivcsw = self.ru_nivcsw;
-    c->dev_read_sectors = c->dev_read_ios = -1;
+    c->dev_read_sectors = c->dev_read_ios = c->dev_write_sectors = -1;
     if (g_dev) {
         char path[256], buf[512];
         snprintf(path, sizeof path, "/sys/block/%s/stat", g_dev);
-        unsigned long long f[4];
+        unsigned long long f[7];
         if (read_text(path, buf, sizeof buf) == 0 &&
-            sscanf(buf, "%llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3]) == 4) {
+            sscanf(buf, "%llu %llu %llu %llu %llu %llu %llu", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5],
+                   &f[6]) == 7) {
             c->dev_read_ios = (long long)f[0];
             c->dev_read_sectors = (long long)f[2];
+            c->dev_write_sectors = (long long)f[6];
         }
     }
     c->pgpgin_kib = keyed("/proc/vmstat", "pgpgin"); /* the kernel prints KiB */
-    c->cg_majflt = c->cg_file = c->cg_failcnt = -1;
+    c->cg_majflt = c->cg_file = c->cg_dirty = c->cg_failcnt = -1;
     if (g_cgroup) {
         c->cg_failcnt = cgroup_failcnt(g_cgroup);
         char path[600];
@@ -143,6 +147,8 @@ static void sample(struct counters *c) {
         c->cg_majflt = keyed(path, "pgmajfault");
         c->cg_file = keyed(path, "cache");               /* v1 */
         if (c->cg_file < 0) c->cg_file = keyed(path, "file"); /* v2 */
+        c->cg_dirty = keyed(path, "dirty");                   /* v1 */
+        if (c->cg_dirty < 0) c->cg_dirty = keyed(path, "file_dirty"); /* v2 */
     }
     c->ns = now_ns();
 }
@@ -155,6 +161,8 @@ static void report(const char *phase, const struct counters *a, const struct cou
     long faults = b->majflt - a->majflt;
     long long dev = a->dev_read_sectors >= 0 ? (b->dev_read_sectors - a->dev_read_sectors) * 512 : -1;
     long long ios = a->dev_read_ios >= 0 ? b->dev_read_ios - a->dev_read_ios : -1;
+    long long written =
+        a->dev_write_sectors >= 0 ? (b->dev_write_sectors - a->dev_write_sectors) * 512 : -1;
     long long pgpgin = a->pgpgin_kib >= 0 ? (b->pgpgin_kib - a->pgpgin_kib) * 1024 : -1;
     long long cgf = a->cg_majflt >= 0 ? b->cg_majflt - a->cg_majflt : -1;
     double per_fault = faults > 0 && dev >= 0 ? (double)dev / faults : 0;
@@ -162,9 +170,9 @@ static void report(const char *phase, const struct counters *a, const struct cou
     double other_cpu = b->all_cpu_s - a->all_cpu_s - main_cpu;
     long long failcnt = a->cg_failcnt >= 0 && b->cg_failcnt >= 0 ? b->cg_failcnt - a->cg_failcnt : -1;
     printf("PHASE label=%s phase=%s s=%.3f majflt=%ld dev_read_bytes=%lld dev_read_ios=%lld "
-           "pgpgin_bytes=%lld cg_majflt=%lld cg_file_bytes=%lld bytes_per_fault=%.0f us_per_fault=%.1f "
+           "dev_write_bytes=%lld cg_dirty_start_bytes=%lld pgpgin_bytes=%lld cg_majflt=%lld cg_file_bytes=%lld bytes_per_fault=%.0f us_per_fault=%.1f "
            "main_cpu_s=%.3f other_cpu_s=%.3f main_nivcsw=%ld cg_failcnt=%lld floor_s=%.3f ratio=%.2f\n",
-           g_label, phase, s, faults, dev, ios, pgpgin, cgf, b->cg_file, per_fault,
+           g_label, phase, s, faults, dev, ios, written, a->cg_dirty, pgpgin, cgf, b->cg_file, per_fault,
            faults > 0 ? s * 1e6 / faults : 0, main_cpu, other_cpu < 0 ? 0 : other_cpu,
            b->main_nivcsw - a->main_nivcsw, failcnt, floor_s, floor_s > 0 ? s / floor_s : 0);
     fflush(stdout);

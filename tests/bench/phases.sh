@@ -143,8 +143,8 @@ table() {
     awk '$3 == "FLOOR" { for (i = 4; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
          printf "| %s | %s | %s | %s us | %s us | %s MB/s | %s MB/s |\n", $1, $2, v["variant"], v["lat_med_us"], v["lat_p90_us"], v["seq_read_MBps"], v["seq_write_MBps_at_start"] }' "$REC"
     echo
-    echo "| read_ahead_kb | setup | phase | seconds | floor (s) | x floor | major faults | read from spill device | per fault | time per fault | faulting thread's CPU | other threads' CPU | limit hits | pgpgin (system) |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| read_ahead_kb | setup | phase | seconds | floor (s) | x floor | major faults | read from spill device | per fault | written to it | dirty at start | time per fault | faulting thread's CPU | other threads' CPU | limit hits | pgpgin (system) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     awk '
     function med(list,   n, a, i, j, t) { n = split(list, a, " ");
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -155,7 +155,8 @@ table() {
         k = $1 SUBSEP v["label"] SUBSEP v["phase"]
         if (!(k in seen)) { seen[k] = 1; keys[++nk] = k }
         s[k] = s[k] " " v["s"]; f[k] = f[k] " " v["floor_s"]; mf[k] = mf[k] " " v["majflt"]
-        dr[k] = dr[k] " " v["dev_read_bytes"]; pg[k] = pg[k] " " v["pgpgin_bytes"]
+        dr[k] = dr[k] " " v["dev_read_bytes"]; dw[k] = dw[k] " " v["dev_write_bytes"]
+        dd[k] = dd[k] " " v["cg_dirty_start_bytes"]; pg[k] = pg[k] " " v["pgpgin_bytes"]
         uf[k] = uf[k] " " v["us_per_fault"]; mc[k] = mc[k] " " v["main_cpu_s"]
         oc[k] = oc[k] " " v["other_cpu_s"]; fc[k] = fc[k] " " v["cg_failcnt"]
         if ($3 != 0) bad[k] = $3
@@ -166,8 +167,9 @@ table() {
             sec = med(s[k]); fl = med(f[k]); faults = med(mf[k]); dev = med(dr[k])
             per = faults > 0 && dev >= 0 ? sprintf("%.0f KiB", dev / faults / 1024) : "-"
             ratio = fl > 0 ? sprintf("%.2f", sec / fl) : "-"
-            printf "| %s | %s%s | %s | %.2f | %.2f | %s | %d | %s | %s | %.0f us | %.2f s | %.2f s | %d | %s |\n", p[1], p[2],
+            printf "| %s | %s%s | %s | %.2f | %.2f | %s | %d | %s | %s | %s | %s | %.0f us | %.2f s | %.2f s | %d | %s |\n", p[1], p[2],
                    (k in bad) ? " (exit " bad[k] ")" : "", p[3], sec, fl, ratio, faults, mib(dev), per,
+                   mib(med(dw[k])), mib(med(dd[k])),
                    med(uf[k]), med(mc[k]), med(oc[k]), med(fc[k]), mib(med(pg[k]))
         }
     }' "$REC"
@@ -175,7 +177,9 @@ table() {
     echo "Floors: fill = data / sequential write bandwidth; gather = (1 - limit / data) x the distinct pages of its"
     echo "rows x median 4 KiB latency, no slack term (at most the limit's worth of the data can be resident; every"
     echo "other page is one 4 KiB read at queue depth 1); seq = data / sequential read bandwidth. \"read from spill"
-    echo "device\" is the loop device's read-sector count (exact); time per fault = seconds / major faults; the"
+    echo "device\" and \"written to it\" are the loop device's sector counts (exact); dirty at start is the cgroup's"
+    echo "dirty page cache as the phase began (what the device may write while the phase reads);"
+    echo "time per fault = seconds / major faults; the"
     echo "faulting thread's CPU is its user + system time (fault handling, page cache insertion, direct reclaim);"
     echo "other threads' CPU is the rest of the process (the shim's threads); limit hits = memory.failcnt (v1) or"
     echo "memory.events max (v2); pgpgin is system-wide and counts a loop read twice (loop device and the disk below)."

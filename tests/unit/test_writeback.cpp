@@ -1,6 +1,7 @@
 // test_writeback.cpp — paced writeback: the trigger rule, and a pass that
 // really cleans the dirty pages of a disk region (the file's page cache, seen
-// by cachestat(2)), unmapping them first, and never touches the mapping of
+// by cachestat(2)), unmapping them first, 64 MiB at a time, the partial last
+// step too, and never touches the mapping of
 // an anonymous or memory region; each pass is counted in the exit stats
 // with the dirty bytes it wrote, the bytes it unmapped and its time; the
 // pacer's own passes leave out a region nothing touched since one of them
@@ -200,6 +201,51 @@ TEST_CASE("a pass unmaps disk regions before writing them, and leaves anonymous 
     large_free(disk);
     large_free(memory);
     large_free(anon);
+    reaper_drain();
+}
+
+TEST_CASE("a pass unmaps and writes a region of several 64 MiB steps whole, its last step partial") {
+    test::bring_up();
+    sampler_hold(true); // the detector's probes unmap pages too: count the pass's alone
+    struct Release {
+        ~Release() { sampler_hold(false); }
+    } release;
+    bool use_small = false;
+    const size_t step = 64 << 20, len = 2 * step + (8 << 20) + 3 * 4096;
+    unsigned char *disk = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(disk);
+    Region *r = arena::region_at(disk);
+    REQUIRE(r->backing == Backing::disk);
+    not_at_random(disk);
+    REQUIRE(writeback_pass(true) >= 1); // earlier tests' regions clean: the figures below are this one's
+    // Dirty every page; the kernel's flushers may clean some first on a
+    // machine busy writing: dirty them again until most are seen dirty.
+    uint64_t dirty_before = 0;
+    int tries = 0;
+    for (; tries < 20 && dirty_before < len / 2; tries++) {
+        for (size_t i = 0; i < len; i += 4096) disk[i] = (unsigned char)(i / step + 1 + tries);
+        disk[len - 1] = (unsigned char)(0x80 + tries);
+        REQUIRE(mapped_pages(disk, len) == (len + 4095) / 4096);
+        dirty_before = file_dirty_pages(r) * 4096;
+    }
+    INFO("attempts until most pages were seen dirty: " << tries << "; dirty bytes before the pass "
+         << dirty_before);
+    REQUIRE(dirty_before >= len / 2);
+    uint64_t b0 = g_stats.writeback_bytes.load(), u0 = g_stats.writeback_unmapped_bytes.load();
+    REQUIRE(writeback_pass(true) >= 1);
+    std::string unmapped;
+    CHECK(mapped_pages(disk, len, &unmapped) == 0); // every step, the partial last one too
+    CHECK(file_dirty_pages(r) == 0);               // and every step written, none past its end left
+    CHECK(g_stats.writeback_unmapped_bytes.load() - u0 >= r->map_len);
+    uint64_t written = g_stats.writeback_bytes.load() - b0;
+    CHECK(written >= dirty_before / 2); // what the steps found dirty, summed
+    CHECK(written <= r->map_len);
+    const int last = tries - 1;
+    CHECK(disk[step - 4096] == (unsigned char)(1 + last)); // the bytes either side of each step's edge
+    CHECK(disk[step] == (unsigned char)(2 + last));
+    CHECK(disk[2 * step] == (unsigned char)(3 + last));
+    CHECK(disk[len - 1] == (unsigned char)(0x80 + last));
+    large_free(disk);
     reaper_drain();
 }
 

@@ -232,7 +232,7 @@ TEST_CASE("the sampler's tick writes the snapshot into a memfd of this process's
     close(stolen);
 }
 
-TEST_CASE("the sampler's tick measures a disk or memfd region's pages in its file, mapped or not") {
+TEST_CASE("the sampler's tick measures a disk or memfd region's pages in its file, mapped or not, once the snapshot is read") {
     test::bring_up();
     sampler_hold(true); // ticks by hand (see above)
     struct Release {
@@ -252,12 +252,25 @@ TEST_CASE("the sampler's tick measures a disk or memfd region's pages in its fil
     // mapping and stay in the page cache, dirty until written back.
     REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
     static uint64_t t = 20'000'000'000'000ull;
-    stats_live_tick(t += kLivePeriodNs);
-    std::string text = read_all("/proc/self/fd/" + std::to_string(stats_live_fd()));
-    REQUIRE(text_sum::check(text.data(), text.size()) == text_sum::Verdict::whole);
-    size_t at = text.find("{\"start\":" + std::to_string((uintptr_t)p) + ",");
-    REQUIRE(at != std::string::npos);
-    std::string entry = text.substr(at, text.find('}', at) - at);
+    // The region's entry in the snapshot the next tick writes; with
+    // read_after, the snapshot read (a reader) a clock tick after the write.
+    auto entry_after_tick = [&](bool read_after) {
+        stats_live_tick(t += kLivePeriodNs);
+        if (!read_after) return std::string();
+        usleep(20'000); // file times move with a coarse clock: read in a later tick
+        std::string text = read_all("/proc/self/fd/" + std::to_string(stats_live_fd()));
+        REQUIRE(text_sum::check(text.data(), text.size()) == text_sum::Verdict::whole);
+        size_t at = text.find("{\"start\":" + std::to_string((uintptr_t)p) + ",");
+        REQUIRE(at != std::string::npos);
+        return text.substr(at, text.find('}', at) - at);
+    };
+    // Nobody read the last snapshot: the tick measures nothing (cachestat
+    // walks every page slot of the range); a reader's read makes the next
+    // tick measure.
+    entry_after_tick(false);
+    std::string unread = entry_after_tick(true);
+    CHECK(unread.find("cached") == std::string::npos);
+    std::string entry = entry_after_tick(true);
     Cachestat cs{};
     bool have_cachestat = cachestat(r->file->fd, CachestatRange{r->file_off, n}, cs) == 0 || errno != ENOSYS;
     if (!have_cachestat) {
@@ -287,7 +300,7 @@ TEST_CASE("the sampler's tick measures a disk or memfd region's pages in its fil
         return count;
     };
     int before = descriptors_of_file();
-    for (int i = 0; i < 3; i++) stats_live_tick(t += kLivePeriodNs);
+    for (int i = 0; i < 3; i++) entry_after_tick(true);
     CHECK(descriptors_of_file() == before);
     large_free(p);
     reaper_drain();

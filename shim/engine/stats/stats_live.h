@@ -11,7 +11,9 @@
 // read-ahead stay cached and are charged to the cgroup, so the mapped
 // pages a reader finds in /proc (Rss) say less than the region holds, and
 // only the shim knows which file range is the region's. Mappings, faults
-// and I/O the readers take from /proc, which is authoritative.
+// and I/O the readers take from /proc, which is authoritative. The cache
+// figures are measured only while someone reads the snapshot (a read since
+// the last write): they cost the sampler a walk of every region's range.
 //
 // Why a memfd and not a file in the spill directory: it dies with the
 // process, however it ends (kill -9, _exit, exec), so the spill directory

@@ -54,6 +54,24 @@ TEST_CASE("islands mapped whole as large folios are still random when none domin
     CHECK(classify_tick(e) == Verdict::random);
 }
 
+TEST_CASE("one cached 2 MiB folio mapped whole by a fault is no stream; two blocks in a row are") {
+    auto bits = bitmap(1 << 18);
+    // A random gather's look: three faults, one of them on a cached 2 MiB
+    // folio (an aligned block of 512 pages, mapped by one huge entry).
+    PageRun gather[] = {{1000, 1}, {512 * 40, 512}, {200000, 13}};
+    TickEvidence e = compare_presence(bits.data(), 1 << 18, gather, 3, false);
+    CHECK(e.longest_new == 512);
+    CHECK(classify_tick(e) == Verdict::undecided);
+    // The same block count off its alignment is a run a fault cannot map.
+    auto other = bitmap(1 << 18);
+    PageRun shifted[] = {{1000, 1}, {512 * 40 + 16, 512}, {200000, 13}};
+    CHECK(classify_tick(compare_presence(other.data(), 1 << 18, shifted, 3, false)) == Verdict::sequential);
+    // Two blocks in a row: a stream through large folios.
+    auto two = bitmap(1 << 18);
+    PageRun blocks[] = {{512 * 40, 1024}};
+    CHECK(classify_tick(compare_presence(two.data(), 1 << 18, blocks, 1, false)) == Verdict::sequential);
+}
+
 TEST_CASE("a stream with a few stray faults beside it stays sequential") {
     auto bits = bitmap(1 << 16);
     PageRun runs[] = {{10, 3}, {500, 2000}, {9000, 1}};

@@ -140,8 +140,17 @@ Verdict classify_tick(const TickEvidence &e) {
     if (e.new_pages == 0) return Verdict::undecided;
     bool many_short = e.new_islands >= kRandomMinIslands && e.new_pages <= e.new_islands * kIslandMaxPages;
     // A stream's run dominates what appeared; a few stray faults beside it
-    // (another thread, a header page) do not make it random.
-    if (e.longest_new >= kStreamMinPages && e.longest_new * 2 >= e.new_pages) return Verdict::sequential;
+    // (another thread, a header page) do not make it random. But a run that
+    // is exactly one aligned 2 MiB block is what one fault maps of a cached
+    // 2 MiB folio (a huge page-table entry): no run at all. A random gather
+    // right after a 4 GiB fill at read_ahead_kb 8192 met a few such blocks
+    // in one look, was called a stream, and its faults read 12 MiB windows
+    // under MADV_SEQUENTIAL (measured, tests/bench/phases.sh). A real stream
+    // through such folios continues its run at the next look (continues_run).
+    bool one_folio = e.longest_new == kFolioBlockPages && e.longest_start % kFolioBlockPages == 0 &&
+                     e.longest_end == e.longest_start + kFolioBlockPages;
+    if (!one_folio && e.longest_new >= kStreamMinPages && e.longest_new * 2 >= e.new_pages)
+        return Verdict::sequential;
     if (many_short) return Verdict::random;
     // Islands a fault maps whole (large folios read ahead under other
     // advice) are bigger, but still many with none dominating.

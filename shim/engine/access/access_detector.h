@@ -54,6 +54,7 @@ struct TickEvidence {
 constexpr uint64_t kStreamMinPages = 64;
 constexpr uint64_t kRandomMinIslands = 4;
 constexpr uint64_t kIslandMaxPages = 32; // mean new-island size of scattered access
+constexpr uint64_t kFolioBlockPages = 512; // a 2 MiB folio, mapped whole by one fault
 
 // Compares this tick's runs (sorted, disjoint) with the bitmap of pages
 // present at the last tick (bit i = page i, `pages` bits), then rewrites the

@@ -44,6 +44,11 @@ struct TickEvidence {
     // one's new pages (scatter_tally tells them from a slow stream's steps).
     static constexpr size_t kListedIslands = 8;
     uint64_t island_start[kListedIslands] = {}, island_end[kListedIslands] = {};
+    // Set by note_huge_folios: the listed islands that are one aligned 2 MiB
+    // block mapped by a huge entry (one fault on a cached 2 MiB folio), and
+    // whether the longest island is one.
+    uint64_t huge_folio_islands = 0;
+    bool longest_huge_folio = false;
 };
 
 // Thresholds, in 4 KiB pages. A stream leaves one run of at least
@@ -210,5 +215,12 @@ long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *run
 // PAGEMAP_SCAN says, so without it no page is reported huge); -1 on error.
 constexpr int kPageMapped = 1, kPageHuge = 2;
 int page_mapping(int pagemap_fd, uintptr_t addr);
+
+// Fills e's huge_folio_islands and longest_huge_folio: which of its listed
+// islands and its longest (page indexes from span_lo of the region at
+// region_start, which starts on a 2 MiB boundary) are exactly one aligned
+// block of kFolioBlockPages mapped huge. Only such islands are asked
+// (page_mapping: one PAGEMAP_SCAN each); without PAGEMAP_SCAN none is huge.
+void note_huge_folios(TickEvidence &e, int pagemap_fd, uintptr_t region_start, uint64_t span_lo);
 
 } // namespace spillway

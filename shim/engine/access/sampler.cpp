@@ -695,6 +695,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             });
         return;
     }
+    note_huge_folios(e, g_pagemap, t.start, span.lo);
     Verdict v = classify_tick(e);
     SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
             (void *)t.start, (unsigned long long)e.new_pages, (unsigned long long)e.new_islands,

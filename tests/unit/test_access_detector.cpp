@@ -89,20 +89,23 @@ TEST_CASE("note_huge_folios tells a block mapped by one huge entry from one mapp
     REQUIRE(raw != MAP_FAILED);
     char *p = (char *)(((uintptr_t)raw + (2u << 20) - 1) & ~uintptr_t((2u << 20) - 1));
     REQUIRE(madvise(p, 4u << 20, MADV_NOHUGEPAGE) == 0); // blocks 0 and 1
-    PageRun runs[8];
-    bool overflow = false;
     auto bits = bitmap(window);
-    long n = read_presence(fd, (uintptr_t)p, window, runs, 8, &overflow); // what is there is old news
-    REQUIRE(n >= 0);
-    compare_presence(bits.data(), window, runs, (size_t)n, overflow);
+    // A look: what became present since the last one, as the sampler sees it.
+    auto look = [&] {
+        PageRun runs[8];
+        bool overflow = false;
+        long n = read_presence(fd, (uintptr_t)p, window, runs, 8, &overflow);
+        REQUIRE(n >= 0);
+        TickEvidence e = compare_presence(bits.data(), window, runs, (size_t)n, overflow);
+        note_huge_folios(e, fd, (uintptr_t)p, 0);
+        return e;
+    };
+    look(); // what is there is old news
     for (uint64_t i = 512; i < 1024; i++) p[i * 4096] = 1; // block 1, page by page
-    n = read_presence(fd, (uintptr_t)p, window, runs, 8, &overflow);
-    REQUIRE(n >= 1);
-    TickEvidence e = compare_presence(bits.data(), window, runs, (size_t)n, overflow);
+    TickEvidence e = look();
     REQUIRE(e.new_pages == 512);
     REQUIRE(e.longest_start == 512);
     REQUIRE(e.longest_end == 1024);
-    note_huge_folios(e, fd, (uintptr_t)p, 0);
     CHECK(e.huge_folio_islands == 0);
     CHECK_FALSE(e.longest_huge_folio);
     CHECK(classify_tick(e) == Verdict::sequential);
@@ -112,12 +115,9 @@ TEST_CASE("note_huge_folios tells a block mapped by one huge entry from one mapp
     REQUIRE(madvise(q, 2u << 20, MADV_HUGEPAGE) == 0);
     q[100] = 1;
     if (page_mapping(fd, (uintptr_t)q) == (kPageMapped | kPageHuge)) {
-        n = read_presence(fd, (uintptr_t)p, window, runs, 8, &overflow);
-        REQUIRE(n >= 1);
-        TickEvidence h = compare_presence(bits.data(), window, runs, (size_t)n, overflow); // block 1 is old news
+        TickEvidence h = look(); // block 1 is old news
         REQUIRE(h.new_pages == 512);
         REQUIRE(h.longest_start == 1024);
-        note_huge_folios(h, fd, (uintptr_t)p, 0);
         CHECK(h.huge_folio_islands == 1);
         CHECK(h.longest_huge_folio);
         CHECK(classify_tick(h) == Verdict::undecided);

@@ -760,13 +760,6 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         }
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue
-    // A first fill that reached its region's end is over at once: nothing
-    // lies ahead for MADV_SEQUENTIAL to read, and what comes next may be a
-    // random gather over what was just written, whose faults under it each
-    // read a window (up to 16 MiB at read_ahead_kb 8192: 330 MiB for the
-    // first 15,000 faults of a gather right after a 4 GiB fill, measured in
-    // tests/bench/phases.sh). A re-read ends there by left_at_end.
-    if (t.streaming && !t.fed && t.front >= t.pages) t.streaming = false;
     update_clustered(t, e, v, continuing);
     if (!t.streaming) {
         t.prefetched_to = 0;

@@ -974,6 +974,10 @@ uint64_t probe_tick(uint64_t now) {
             probing += t.probes != nullptr;
         }
         // A cycle opens only while presence sees the region still (page_probes.h).
+        // That takes a look after the region's last news, and a tick with no
+        // fault looks at nothing: a stream gets one from its idle looks (20 ms
+        // apart). Ending a fill's stream at its last news instead (10de383)
+        // left the probes closed through a scatter into pages all mapped.
         if (t.probes && t.probes->step == 0 && !t.probes->retiring && t.last_news_ns &&
             t.last_news_ns == t.last_look_ns) {
             t.probes->next_ns = std::max(t.probes->next_ns, now + kStreamPeriodNs);

@@ -225,6 +225,29 @@ TEST_CASE("a slow stream continues its run from the last front") {
     CHECK(continues_run(e, 200));
 }
 
+TEST_CASE("a fill whose newest pages were unmapped since the last look moved on; other news past a gap did not") {
+    auto bits = bitmap(65536);
+    PageRun before[] = {{0, 10000}};
+    compare_presence(bits.data(), 65536, before, 1, false);
+    // The pacer unmapped [4096, 20000) (the fill's pages since the last look
+    // among them); the fill has mapped [20000, 20512) since.
+    PageRun after[] = {{0, 4096}, {20000, 512}};
+    TickEvidence e = compare_presence(bits.data(), 65536, after, 2, false);
+    REQUIRE(e.new_islands == 1);
+    CHECK(e.longest_start == 20000);
+    CHECK_FALSE(continues_run(e, 10000)); // a gap of 10,000 pages: not a run from the front
+    CHECK(fill_moved_on(e, 10000, 10000, 16384));
+    CHECK_FALSE(fill_moved_on(e, 10000, 10000, 8192));  // further than the jump allowed
+    CHECK_FALSE(fill_moved_on(e, 1000, 10000, 16384));  // the stream is a re-read far behind the written edge
+    CHECK_FALSE(fill_moved_on(e, 10000, 30000, 16384)); // the news lies inside what was seen before
+    // Two islands past the edge: a scatter, not a fill.
+    auto bits2 = bitmap(65536);
+    compare_presence(bits2.data(), 65536, before, 1, false);
+    PageRun scattered[] = {{0, 10000}, {20000, 8}, {30000, 8}};
+    TickEvidence s = compare_presence(bits2.data(), 65536, scattered, 3, false);
+    CHECK_FALSE(fill_moved_on(s, 10000, 10000, 65536));
+}
+
 TEST_CASE("an overflowing run list keeps what it did not see") {
     auto bits = bitmap(1024);
     PageRun all[] = {{0, 10}, {900, 10}};

@@ -223,6 +223,11 @@ bool continues_run(const TickEvidence &e, uint64_t last_front) {
     return reaches_from(e, last_front);
 }
 
+bool fill_moved_on(const TickEvidence &e, uint64_t front, uint64_t seen_to, uint64_t max_jump) {
+    if (!e.new_pages || e.new_islands != 1 || front == 0 || front + kFillEdgePages < seen_to) return false;
+    return e.longest_start >= seen_to && e.longest_start - seen_to <= max_jump;
+}
+
 bool stream_stopped(uint64_t idle_ns, uint64_t last_run, uint64_t pages_per_s) {
     if (idle_ns < kStreamStopNs) return false;
     if (!pages_per_s) return true;

@@ -702,6 +702,10 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
             (unsigned long long)e.longest_new, (unsigned long long)e.longest_end, dt / 1e6, (int)v);
     uint32_t fault_rate = (uint32_t)std::min<uint64_t>(e.new_pages * 1000000000ull / dt, UINT32_MAX);
     if (v == Verdict::undecided && continues_run(e, t.front)) v = Verdict::sequential;
+    // A fill whose newest pages the pacer unmapped since the last look
+    // (fill_moved_on): the same stream, not a stop and a new one.
+    if (v == Verdict::undecided && t.streaming && !t.fed && fill_moved_on(e, t.front, filled_before, kLeadMaxPages))
+        v = Verdict::sequential;
     // A random reader too slow to leave kRandomMinIslands islands in one
     // look (each fault waiting on a busy disk) is judged over several.
     uint64_t tallied = 0, tally_ns = 0; // islands and span of a verdict by the tally

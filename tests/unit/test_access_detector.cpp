@@ -1,8 +1,8 @@
 // test_access_detector.cpp — the detector's pure rules: presence compared
 // tick to tick, the verdict (a cached 2 MiB folio mapped whole is one fault,
 // not a run or a cluster), stream continuation, the read-ahead lead, when
-// a re-read has left its region, and reading presence from this process's
-// own page table.
+// a re-read has left its region, what a pass keeps cached, and reading
+// presence from this process's own page table.
 #include "access/access_detector.h"
 
 #include <algorithm>
@@ -433,4 +433,15 @@ TEST_CASE("what a stream passed is paged out only where the page cache could not
     CHECK(pages_out_behind(false, 2048 * MiB, 400 * MiB));
     CHECK(pages_out_behind(false, 401 * MiB, 400 * MiB));
     CHECK(pages_out_behind(false, 1, 0)); // no room at all
+}
+
+TEST_CASE("a pass over a region larger than the page cache's room keeps as much of its end cached as fits") {
+    constexpr uint64_t MiB = 1 << 20;
+    CHECK(pass_tail_kept(false, 4096 * MiB, 1000 * MiB) == 1000 * MiB);
+    CHECK(pass_tail_kept(false, 401 * MiB, 400 * MiB) == 400 * MiB);
+    // A chain's buffer and a region that fits are paged out whole.
+    CHECK(pass_tail_kept(true, 4096 * MiB, 1000 * MiB) == 0);
+    CHECK(pass_tail_kept(false, 400 * MiB, 400 * MiB) == 0);
+    CHECK(pass_tail_kept(false, 292 * MiB, 400 * MiB) == 0);
+    CHECK(pass_tail_kept(false, 1, 0) == 0); // no room at all
 }

@@ -257,6 +257,10 @@ bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_r
     return chained || region_bytes > page_cache_room;
 }
 
+uint64_t pass_tail_kept(bool chained, uint64_t region_bytes, uint64_t page_cache_room) {
+    return chained || region_bytes <= page_cache_room ? 0 : page_cache_room;
+}
+
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow) {
     *overflow = false;

@@ -219,6 +219,18 @@ uint64_t full_look_period(uint64_t period, uint64_t demoted_period, bool demoted
 // whole: sampler.cpp, page_out_left.)
 bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_room);
 
+// How many bytes at the end of a pass over a region stay cached when what
+// the pass passed is paged out (sampler.cpp: drop_to behind the moving
+// stream, page_out_left when the pass leaves the region at its end): the
+// room the page cache has, in a region larger than that which is no
+// chain's buffer; nothing otherwise (a chain's buffer, and a region that
+// fits, are paged out whole as before). Why: the kernel's LRU alone keeps
+// a pass's last pages, as many as fit, and a gather that follows finds
+// them. Paging out the whole pass left 330-640 MiB of a 1 GiB cgroup used,
+// and the gather after a pass over 4 GiB took 17,300-19,600 faults for
+// 20,000 rows against the kernel's 14,980 (tests/bench/phases.sh).
+uint64_t pass_tail_kept(bool chained, uint64_t region_bytes, uint64_t page_cache_room);
+
 // Reads which pages of [start, start + pages*4096) this process maps,
 // as sorted runs into runs[cap]. Returns the number of runs; sets *overflow
 // when there were more than cap (the listed ones are then a prefix).

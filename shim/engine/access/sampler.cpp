@@ -442,23 +442,31 @@ uint64_t lead_max_pages() {
 // room to spare keeps it).
 bool short_of_room(const MemoryFigures &m) { return m.limited && m.limit <= m.usage + 2 * lead_max_pages() * kPage; }
 
+// The last pages of a pass that stay cached (drop_to, page_out_left):
+// pass_tail_kept (access_detector.h).
+uint64_t kept_tail_pages(const Track &t, const MemoryFigures &m) {
+    return m.limited ? pass_tail_kept(t.chained, t.pages * kPage, m.room()) / kPage : 0;
+}
+
 // Where to page out up to behind a moving stream: 4 MiB behind its front
 // when short of room and the page cache could not keep the region anyway
 // (pages_out_behind: a chain's buffer, or a region larger than the room
-// page cache has); 0: keep everything.
+// page cache has), never into the tail the pass keeps (pass_tail_kept);
+// 0: keep everything.
 uint64_t drop_to(const Track &t) {
     constexpr uint64_t kKeep = (4u << 20) / kPage;
     if (t.front <= kKeep) return 0;
     MemoryFigures m = read_memory_figures();
     if (!short_of_room(m)) return 0;
     if (!pages_out_behind(t.chained, t.pages * kPage, m.room())) return 0;
-    return t.front - kKeep;
+    return std::min(t.front - kKeep, t.pages - kept_tail_pages(t, m));
 }
 
 // A re-read that left its region at the end (kLeftIdleLooks): what it
-// passed is paged out whole when the cgroup is short of room, whatever the
+// passed is paged out when the cgroup is short of room, whatever the
 // region's size (unlike drop_to), the 4 MiB drop_to keeps behind a moving
-// front included. Why whatever the size: most regions are read through
+// front included; all of it but the tail a region larger than the room
+// keeps (pass_tail_kept). Why whatever the size: most regions are read through
 // once (a temporary, a program's input copied into its own structures),
 // and a page written, then read, is on the kernel's active list, ahead of
 // what is read next; a matrix read pass after pass keeps its pages where
@@ -472,9 +480,10 @@ uint64_t drop_to(const Track &t) {
 // the thread cannot ask how far it got), MADV_PAGEOUT only walks the page
 // table.
 void page_out_left(Track &t) {
-    if (t.cache_managed || !short_of_room(read_memory_figures())) return; // aware code drops that region's cache itself
-    uint64_t from = std::min(t.stream_from, t.dropped_to);
-    madvise((void *)(t.start + from * kPage), (t.pages - from) * kPage, MADV_PAGEOUT);
+    MemoryFigures m = read_memory_figures();
+    if (t.cache_managed || !short_of_room(m)) return; // aware code drops that region's cache itself
+    uint64_t from = std::min(t.stream_from, t.dropped_to), to = t.pages - kept_tail_pages(t, m);
+    if (to > from) madvise((void *)(t.start + from * kPage), (to - from) * kPage, MADV_PAGEOUT);
     t.dropped_to = t.pages;
 }
 

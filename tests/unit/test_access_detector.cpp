@@ -16,6 +16,14 @@ using namespace spillway;
 
 namespace {
 std::vector<uint64_t> bitmap(uint64_t pages) { return std::vector<uint64_t>((pages + 63) / 64, 0); }
+
+// What a look at `after` finds new in a region of `pages` whose last look saw `before`.
+template <size_t B, size_t A>
+TickEvidence news(uint64_t pages, const PageRun (&before)[B], const PageRun (&after)[A]) {
+    auto bits = bitmap(pages);
+    compare_presence(bits.data(), pages, before, B, false);
+    return compare_presence(bits.data(), pages, after, A, false);
+}
 } // namespace
 
 TEST_CASE("one growing run is one new island at the front") {
@@ -226,13 +234,11 @@ TEST_CASE("a slow stream continues its run from the last front") {
 }
 
 TEST_CASE("a fill whose newest pages were unmapped since the last look moved on; other news past a gap did not") {
-    auto bits = bitmap(65536);
-    PageRun before[] = {{0, 10000}};
-    compare_presence(bits.data(), 65536, before, 1, false);
+    const PageRun before[] = {{0, 10000}};
     // The pacer unmapped [4096, 20000) (the fill's pages since the last look
     // among them); the fill has mapped [20000, 20512) since.
-    PageRun after[] = {{0, 4096}, {20000, 512}};
-    TickEvidence e = compare_presence(bits.data(), 65536, after, 2, false);
+    const PageRun after[] = {{0, 4096}, {20000, 512}};
+    TickEvidence e = news(65536, before, after);
     REQUIRE(e.new_islands == 1);
     CHECK(e.longest_start == 20000);
     CHECK_FALSE(continues_run(e, 10000)); // a gap of 10,000 pages: not a run from the front
@@ -241,11 +247,8 @@ TEST_CASE("a fill whose newest pages were unmapped since the last look moved on;
     CHECK_FALSE(fill_moved_on(e, 1000, 10000, 16384));  // the stream is a re-read far behind the written edge
     CHECK_FALSE(fill_moved_on(e, 10000, 30000, 16384)); // the news lies inside what was seen before
     // Two islands past the edge: a scatter, not a fill.
-    auto bits2 = bitmap(65536);
-    compare_presence(bits2.data(), 65536, before, 1, false);
-    PageRun scattered[] = {{0, 10000}, {20000, 8}, {30000, 8}};
-    TickEvidence s = compare_presence(bits2.data(), 65536, scattered, 3, false);
-    CHECK_FALSE(fill_moved_on(s, 10000, 10000, 65536));
+    const PageRun scattered[] = {{0, 10000}, {20000, 8}, {30000, 8}};
+    CHECK_FALSE(fill_moved_on(news(65536, before, scattered), 10000, 10000, 65536));
 }
 
 TEST_CASE("an overflowing run list keeps what it did not see") {

@@ -161,7 +161,7 @@ bool continues_run(const TickEvidence &e, uint64_t last_front);
 // for more). Measured at read_ahead_kb 8192, 4 GiB in 1 GiB
 // (tests/bench/phases.sh): the rest of the fill took 11,000-40,000 major
 // faults and 0.6-1.0 million minor ones, 5.2-8.6 s against 2.9-4.4 s.
-constexpr uint64_t kFillEdgePages = (8u << 20) / 4096;
+constexpr uint64_t kFillEdgePages = 2048; // 8 MiB
 bool fill_moved_on(const TickEvidence &e, uint64_t front, uint64_t seen_to, uint64_t max_jump);
 
 // Whether a stream that left no news for idle_ns has stopped: after

@@ -159,8 +159,8 @@ bool continues_run(const TickEvidence &e, uint64_t last_front);
 // each window as 4 KiB folios with no mark for the next (mm/readahead.c: a
 // fault's request is the whole window, so the pages behind it never count
 // for more). Measured at read_ahead_kb 8192, 4 GiB in 1 GiB
-// (tests/bench/phases.sh): the rest of the fill took 11,000-40,000 major
-// faults and 0.6-1.0 million minor ones, 5.2-8.6 s against 2.9-4.4 s.
+// (tests/bench/phases.sh): 16 of 28 fills took 11,000-40,400 major faults
+// (against 1-3) and 3.5-8.6 s (against 3.0-4.4 s).
 constexpr uint64_t kFillEdgePages = 2048; // 8 MiB
 bool fill_moved_on(const TickEvidence &e, uint64_t front, uint64_t seen_to, uint64_t max_jump);
 

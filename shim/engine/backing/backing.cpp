@@ -219,9 +219,15 @@ __attribute__((destructor)) static void remove_private_dir() {
 }
 
 const SpillDir &spill_dir() {
-    static const SpillDir none;
+    // Never destroyed: allocations made after static destructors ran (other
+    // libraries' exit code) still ask (see symbols.cpp's image cache).
+    static const union Never {
+        SpillDir dir;
+        Never() : dir() {}
+        ~Never() {}
+    } none;
     SpillDir *d = g_dir.load(std::memory_order_acquire);
-    return d ? *d : none;
+    return d ? *d : none.dir;
 }
 static const SpillDir &dir() { return spill_dir(); }
 bool disk_usable() { return dir().usable; }

@@ -133,7 +133,18 @@ struct Image {
     const Mapped *full = nullptr; // the mapping that holds symtab
 };
 constexpr int kImages = 48;
-Image g_images[kImages];
+// Never destroyed. Code runs after this library's static destructors: other
+// libraries' destructors, the program's own, and the engine's exit stats.
+// A large allocation there names its call site here (with a stats file, a
+// profile or an info log), and with the images unmapped under it every
+// such process died of SIGSEGV at exit (pandas' test suite, whose stats
+// line is larger than a 64 KiB threshold; tests/programs/exit_allocations).
+union ImageCache {
+    Image slots[kImages];
+    ImageCache() : slots() {}
+    ~ImageCache() {}
+};
+ImageCache g_images;
 
 void fill(Image &im, const char *path) {
     if (!map_elf(path, im.file)) return;
@@ -171,7 +182,7 @@ SymbolName symbol_for(const char *path, uintptr_t load_bias, uintptr_t ip) {
     if (!path || !*path) return {};
     uint64_t addr = (uint64_t)(ip - 1 - load_bias);
     bool cacheable = strlen(path) < sizeof(Image::path);
-    for (Image &im : g_images) {
+    for (Image &im : g_images.slots) {
         int state = im.state.load(std::memory_order_acquire);
         if (state == 2 && strcmp(im.path, path) == 0) return lookup(im, addr);
         if (state == 0 && cacheable) {

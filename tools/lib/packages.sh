@@ -31,7 +31,8 @@ TEST_PACKAGES=(
   libpython3.11-testsuite  # CPython's regression tests (tests/hardening/cpython.sh)
   glibc-source  # glibc's own malloc tests (tests/hardening/glibc_malloc.sh)
   clang libclang-rt-14-dev  # libFuzzer, ASan and UBSan for tests/hardening/fuzz.sh
-  time  # /usr/bin/time: tests/hardening/numpy.sh's CPU times
+  time  # /usr/bin/time: tests/hardening/pysuite.sh's CPU times
+  python3-pandas python3-pytest python3-hypothesis  # pandas' and numpy's own tests (tests/hardening/pysuite.sh)
   python3-yaml  # the Kubernetes examples are parsed in tests/cli/k8s_examples.sh
   chromium  # spillway report's HTML page is opened headless in tests/cli/report_browser.sh
   # tools/package.sh (the .deb and the wheel) and tests/packaging (venvs, a debootstrap root)

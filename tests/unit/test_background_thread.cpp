@@ -102,3 +102,20 @@ TEST_CASE("program_cpu_ns leaves out what a background thread spends, and never 
     CHECK(after - before <= own_after - own_before + 1'000'000ull);
 }
 
+
+TEST_CASE("the process is the shim's alone once every program thread is a zombie or dead") {
+    // The state letters of /proc/<pid>/task/<tid>/stat, the shim's own threads left out.
+    CHECK(no_program_thread_left("Z", 1));   // the main thread called pthread_exit
+    CHECK(no_program_thread_left("ZXZ", 3)); // and the others ended
+    CHECK_FALSE(no_program_thread_left("ZS", 2)); // a thread of the program sleeps
+    CHECK_FALSE(no_program_thread_left("ZR", 2));
+    CHECK_FALSE(no_program_thread_left("ZD", 2)); // in I/O
+    CHECK_FALSE(no_program_thread_left("Zt", 2)); // stopped by a debugger
+    CHECK_FALSE(no_program_thread_left("R", 1)); // the main thread runs
+}
+
+TEST_CASE("exit_if_only_ours_left leaves a process whose main thread runs") {
+    exit_if_only_ours_left(); // this thread is the program's: nothing happens
+    exit_if_only_ours_left(); // at most once a second: returns at once
+    SUCCEED("still here");
+}

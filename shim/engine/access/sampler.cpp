@@ -1046,6 +1046,7 @@ void *sampler_main(void *) {
             timespec ts = {(time_t)(delay / 1000000000ull), (long)(delay % 1000000000ull)};
             nanosleep(&ts, nullptr);
         }
+        exit_if_only_ours_left();
         g_in_tick.store(true);
         if (g_hold.load()) { // no look and no probe step while held: both wait a period
             g_in_tick.store(false);

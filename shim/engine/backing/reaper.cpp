@@ -44,19 +44,23 @@ void *reaper_main(void *) {
     pthread_mutex_lock(&g_queue_lock);
     for (;;) {
         while (!g_head && !g_files) {
-            if (!g_trim_armed) {
-                pthread_cond_wait(&g_wake, &g_queue_lock);
-                continue;
-            }
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until); // the condition's clock
-            until.tv_nsec += kTrimTickMs * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
+            // Idle, it still wakes once a second: it may be the only thread
+            // of the process left (exit_if_only_ours_left, background_thread.h).
+            until.tv_nsec += (g_trim_armed ? kTrimTickMs : 1000) * 1000000L;
+            while (until.tv_nsec >= 1000000000L) {
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000L;
             }
             pthread_cond_timedwait(&g_wake, &g_queue_lock, &until);
             if (g_head || g_files) break;
+            if (!g_trim_armed) {
+                pthread_mutex_unlock(&g_queue_lock); // exit's handlers may queue
+                exit_if_only_ours_left();
+                pthread_mutex_lock(&g_queue_lock);
+                continue;
+            }
             unsigned long gen = g_trim_gen;
             pthread_mutex_unlock(&g_queue_lock);
             bool more = g_trim(false); // queues what it gives back: never under the queue lock

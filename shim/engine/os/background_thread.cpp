@@ -6,7 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -22,6 +27,7 @@ struct ThreadClock {
     std::atomic<clockid_t> clock{0};
     std::atomic<bool> readable{false}; // clock is the thread's (else only its final time counts)
     std::atomic<pid_t> pid{0};
+    std::atomic<pid_t> tid{0}; // the thread's id (gettid), once it runs
     // Its time at the last read, and at its end: once the thread has ended
     // its clock fails with EINVAL, but the process still holds the time it
     // spent, so it stays counted as ours. The thread stores its own final
@@ -65,6 +71,7 @@ void *run_counted(void *slot) {
         c.clock.store(clock);
         c.readable.store(true);
     }
+    c.tid.store(gettid());
     c.pid.store(getpid());
     void *result = c.main(nullptr);
     uint64_t end = own_cpu_ns(), last = c.last_ns.load();
@@ -101,6 +108,64 @@ uint64_t program_cpu_ns() {
     while (cpu > last && !g_last.compare_exchange_weak(last, cpu, std::memory_order_relaxed)) {
     }
     return std::max(cpu, last);
+}
+
+namespace {
+// The state letter of a /proc stat file ("pid (comm) S ..."; comm may hold
+// spaces and parentheses), or 0 when it cannot be read.
+char state_of(const char *path) {
+    char buf[512];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = 0;
+    const char *end = strrchr(buf, ')');
+    return end && end[1] == ' ' ? end[2] : 0;
+}
+
+bool started_here(pid_t tid, pid_t me) {
+    int n = g_clock_count.load();
+    for (int i = 0; i < n && i < kMaxThreads; i++)
+        if (g_clocks[i].pid.load() == me && g_clocks[i].tid.load() == tid) return true;
+    return false;
+}
+} // namespace
+
+bool no_program_thread_left(const char *states, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (states[i] != 'Z' && states[i] != 'X') return false;
+    return true;
+}
+
+void exit_if_only_ours_left() {
+    static std::atomic<uint64_t> g_next_ns{0};
+    uint64_t now = monotonic_ns(), next = g_next_ns.load(std::memory_order_relaxed);
+    if (now < next || !g_next_ns.compare_exchange_strong(next, now + 1000000000ull)) return;
+    // The main thread first: one small read, and while it runs nothing else matters.
+    char leader = state_of("/proc/self/stat");
+    if (leader != 'Z' && leader != 'X') return;
+    DIR *tasks = opendir("/proc/self/task");
+    if (!tasks) return;
+    pid_t me = getpid();
+    char states[256];
+    size_t n = 0;
+    bool unknown = false;
+    while (dirent *e = readdir(tasks)) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || started_here(tid, me)) continue;
+        if (n == sizeof states) { // more threads than we look at: some of the program's run
+            unknown = true;
+            break;
+        }
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+        char st = state_of(path);
+        states[n++] = st ? st : 'X'; // gone between the listing and the read
+    }
+    closedir(tasks);
+    if (!unknown && no_program_thread_left(states, n)) exit(0);
 }
 
 bool start_background_thread(void *(*main)(void *), const char *name, size_t stack_bytes) {

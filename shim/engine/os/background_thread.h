@@ -24,4 +24,20 @@ bool start_background_thread(void *(*main)(void *), const char *name, size_t sta
 // across fork are not this process's and are not counted.
 uint64_t program_cpu_ns();
 
+// Ends the process with exit(0), as glibc does when a program's last thread
+// ends, once none of the program's own threads is left: its main thread
+// called pthread_exit and every other thread of the program has ended.
+// Why: glibc counts the threads started here too, so such a process lived
+// on with spillway's threads alone, every signal blocked (a SIGTERM stayed
+// pending: only SIGKILL ended it). CPython's test_threading hung on it: a
+// child forked from a thread, whose one thread then returned. Called by the
+// threads' periodic loops; it looks at most once a second, and at the
+// other threads only when the main thread has ended.
+void exit_if_only_ours_left();
+
+// The rule (for tests): given the state letters of the process's threads
+// (/proc/<pid>/task/<tid>/stat) that were not started here, whether none
+// of them is running any more (each a zombie, 'Z', or dead, 'X').
+bool no_program_thread_left(const char *states, size_t n);
+
 } // namespace spillway

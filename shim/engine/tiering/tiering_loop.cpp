@@ -492,6 +492,7 @@ void *tiering_main(void *) {
     while (!g_stop.load(std::memory_order_relaxed)) {
         if (wait) sleep_ms(wait);
         if (g_stop.load(std::memory_order_relaxed)) break;
+        exit_if_only_ours_left();
         wait = tick(st);
         g_ticks.fetch_add(1, std::memory_order_relaxed);
         g_stats.tiering_cpu_ns.store(thread_cpu_ns() - cpu0, std::memory_order_relaxed);

@@ -316,6 +316,7 @@ void *writeback_main(void *) {
         DirtyFigures f = read_dirty_figures();
         g_polls.fetch_add(1, std::memory_order_relaxed);
         if (writeback_due(f)) writeback_pass(false, true);
+        exit_if_only_ours_left();
         long ms = period_ms(f);
         timespec ts = {ms / 1000, (ms % 1000) * 1000000};
         nanosleep(&ts, nullptr);

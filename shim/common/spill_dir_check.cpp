@@ -135,7 +135,7 @@ void check_spill_dir(char *path, bool allow_tmpfs, SpillDirCheck *d, char *why, 
 
     // The directory exists and is a directory, not a symlink: every mkdir
     // below would be EEXIST and lstat would say what fstat says.
-    int fd = above_stdio(open(path, kOpenFlags));
+    int fd = move_high(open(path, kOpenFlags));
     if (fd >= 0 && fstat(fd, &st) == 0) {
         if (!owner_and_mode(path, st, d, why, cap)) {
             close(fd);
@@ -183,7 +183,7 @@ void check_spill_dir_slow(char *path, bool allow_tmpfs, SpillDirCheck *d, char *
         return;
     }
     if (!owner_and_mode(path, st, d, why, cap)) return;
-    d->fd = above_stdio(open(path, kOpenFlags));
+    d->fd = move_high(open(path, kOpenFlags));
     if (d->fd < 0) {
         refuse(d, snprintf(why, cap, "cannot open %s (%s); check its permissions, or name another directory", path, strerror(errno)));
         return;

@@ -150,7 +150,7 @@ std::string random_hex(int n) {
 
 int create_unnamed_file(int dir_fd) {
     if (dir_fd < 0) return -EBADF;
-    int fd = above_stdio(openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    int fd = move_high(openat(dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (fd >= 0) return fd;
     if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) return -errno;
     // No O_TMPFILE here: a random name, unlinked at once, so that a crash
@@ -159,7 +159,7 @@ int create_unnamed_file(int dir_fd) {
         std::string suffix = random_hex(24);
         if (suffix.empty()) return -EIO;
         std::string name = kTmpPrefix + suffix;
-        fd = above_stdio(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        fd = move_high(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
         if (fd >= 0) {
             unlinkat(dir_fd, name.c_str(), 0);
             return fd;

@@ -72,7 +72,7 @@ static void store_verdict(const StartRequest &req, const Settings &file) {
 static int open_log(const StartRequest &req, const Settings &s) {
     if (s.log_file.empty()) return 2;
     if (req.log_fd >= 0) return req.log_fd;
-    int fd = above_stdio(open(s.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    int fd = move_high(open(s.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (fd >= 0) return fd;
     if (req.judged) { // judged openable at start-up: the job runs, so it logs to stderr
         SPW_LOG(warn, "cannot open the log file %s any more (%s); logging to stderr: check that its directory "

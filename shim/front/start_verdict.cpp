@@ -129,7 +129,7 @@ bool fits(size_t needed, size_t cap) { return needed < cap; }
 // The log file a judged config names: open now, as the engine would.
 bool open_log(const SimpleSettings &s, StartVerdict *v) {
     if (!*s.log_file) return true;
-    int fd = above_stdio(open(s.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+    int fd = move_high(open(s.log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
     if (fd >= 0) {
         v->log_fd = fd;
         return true;

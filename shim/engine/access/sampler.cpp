@@ -341,7 +341,7 @@ void publish_all() {
         // Under the lock the region's file is open: the dup is its file for
         // as long as the worker reads, whatever happens to the region.
         if (p.want_fd && r->file && r->file->fd >= 0 && p.want_fd->worker_fd < 0)
-            p.want_fd->worker_fd = above_stdio(fcntl(r->file->fd, F_DUPFD_CLOEXEC, 3));
+            p.want_fd->worker_fd = move_high(fcntl(r->file->fd, F_DUPFD_CLOEXEC, 3));
     }
     g_publication_count = 0;
 }
@@ -848,7 +848,7 @@ void predict_next_in_chains(uint64_t now) {
 
 // One tick; returns the delay until the next.
 uint64_t tick(uint64_t now) {
-    if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (g_pagemap < 0) g_pagemap = move_high(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     if (g_pagemap < 0) return kPeriodNs;
     // Faults on probes (page_probes.h) are the probes' news, not presence's:
     // a program that only touches probes costs no look here.

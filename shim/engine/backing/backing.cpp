@@ -87,7 +87,7 @@ SpillFile *disk_pool(int &err) {
 SpillFile *memory_pool(int &err) {
     std::lock_guard<std::mutex> guard(g_pool_lock);
     if (!g_memory_pool) {
-        int fd = above_stdio(memfd_create("spillway", MFD_CLOEXEC));
+        int fd = move_high(memfd_create("spillway", MFD_CLOEXEC));
         if (fd < 0) {
             err = errno;
             return nullptr;
@@ -255,7 +255,7 @@ int spill_dir_fd() {
         return fd;
     }
     const SpillDir &d = dir();
-    int opened = above_stdio(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    int opened = move_high(open(d.path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     int err = opened < 0 ? errno : 0;
     struct stat st;
     if (opened >= 0 && (fstat(opened, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())) {
@@ -307,7 +307,7 @@ int new_dedicated_disk_file(size_t len, SpillFile **out) {
 }
 
 int new_dedicated_memfd(size_t len, SpillFile **out) {
-    int fd = above_stdio(memfd_create("spillway-promoted", MFD_CLOEXEC));
+    int fd = move_high(memfd_create("spillway-promoted", MFD_CLOEXEC));
     if (fd < 0) return errno;
     if (ftruncate(fd, (off_t)len) != 0) {
         int err = errno;

@@ -175,7 +175,7 @@ int large_export(const void *p, NameFileFn name_file, void *ctx, RegionView *out
 }
 
 void *large_adopt_file(const char *path, size_t expected_size) {
-    int fd = above_stdio(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+    int fd = move_high(open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW));
     if (fd < 0) return nullptr; // errno: ENOENT when missing
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != expected_size) {

@@ -16,7 +16,7 @@ namespace spillway {
 DirectWriter::DirectWriter(int fd) : fd_(fd) {
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    direct_fd_ = above_stdio(open(path, O_WRONLY | O_DIRECT | O_CLOEXEC));
+    direct_fd_ = move_high(open(path, O_WRONLY | O_DIRECT | O_CLOEXEC));
     if (direct_fd_ < 0) return;
 #ifdef STATX_DIOALIGN
     // The file's own alignment (Linux 6.1+); 0 means it takes no direct I/O.

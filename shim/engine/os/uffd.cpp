@@ -168,7 +168,7 @@ void forget_level() { g_level.store(-1); }
 int open_context(uint64_t features, bool user_only) {
     int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | (user_only ? kUserModeOnly : 0));
     if (fd < 0) return -errno;
-    fd = above_stdio(fd);
+    fd = move_high(fd);
     uffdio_api api{};
     api.api = UFFD_API;
     api.features = features;
@@ -237,7 +237,7 @@ int read_messages(int fd, std::vector<uintptr_t> *faults, unsigned *remaps) {
 
 int open_pagemap() {
     int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    return fd < 0 ? -errno : above_stdio(fd);
+    return fd < 0 ? -errno : move_high(fd);
 }
 
 int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out) {

@@ -3,6 +3,7 @@
 // callsite.cpp's frame exactly as if it were linked directly.
 #include "sites/unwind_lazy.h"
 
+#include "fd_policy.h"
 #include "log.h"
 
 #include <atomic>
@@ -69,7 +70,14 @@ bool load() {
         return false;
     }
     _ULx86_64_local_addr_space = *space;
+    // libunwind makes, at its first use, the pipe it checks memory with (a
+    // byte of memory written into it and read back) and keeps it: made now,
+    // with every low descriptor taken, it lands high (fd_policy.h).
+    LowFdsTaken low;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    unw_context_t context;
+    unw_cursor_t cursor;
+    if (unw_getcontext(&context) == 0) unw_init_local(&cursor, &context);
     return true;
 }
 } // namespace

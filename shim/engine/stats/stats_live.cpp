@@ -64,7 +64,7 @@ int live_fd() {
     if (g_fd >= 0 && g_fd_pid == pid && still_ours(g_fd)) return g_fd;
     if (g_fd >= 0 && g_fd_pid != pid && still_ours(g_fd)) close(g_fd); // the parent's, inherited
     g_fd = -1;
-    int fd = above_stdio(memfd_create(kLiveMemfdName, MFD_CLOEXEC));
+    int fd = move_high(memfd_create(kLiveMemfdName, MFD_CLOEXEC));
     if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -175,7 +175,7 @@ int dup_for(const SpillFile *f) {
     for (size_t i = 0; i < kDupSlots; i++, h = (h + 1) % kDupSlots) {
         if (g_dup_file[h] == f) return g_dup_fd[h];
         if (g_dup_file[h]) continue;
-        int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
+        int fd = move_high(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
         g_dup_file[h] = f;
         g_dup_fd[h] = fd;
         if (fd >= 0) g_dup_fds[g_n_dups++] = fd;

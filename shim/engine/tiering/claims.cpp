@@ -106,7 +106,7 @@ struct LockedFile {
         // hold nothing once a job is over): a file locked after that is
         // stale, so lock, then check it is still the one the name points at.
         for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-            fd = above_stdio(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+            fd = move_high(openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
             if (fd < 0) return;
             g_open_fd.store(fd);
             if (!lock_within(fd, kLockWaitMs)) {

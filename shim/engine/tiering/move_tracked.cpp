@@ -151,7 +151,7 @@ struct TrackedMover::Helper {
 
     bool start(int fd) {
         uffd = fd;
-        kick_fd = above_stdio(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+        kick_fd = move_high(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
         if (kick_fd < 0) return false;
         // No signal handler of the program may run here (as background_thread.h).
         sigset_t all, old;
@@ -511,7 +511,7 @@ void TrackedMover::put_back_pulled(uintptr_t at, size_t len, int old_fd, uint64_
 int TrackedMover::pull_then_block(uintptr_t at, size_t len, int old_fd, uint64_t old_off, int dest_fd,
                                   uint64_t dest_off, const FileCopy &copy, TrackedPause *pause) {
     if (level_ != uffd::Level::full) return -ENOTSUP;
-    int tmp = above_stdio(memfd_create("spillway-move", MFD_CLOEXEC));
+    int tmp = move_high(memfd_create("spillway-move", MFD_CLOEXEC));
     if (tmp < 0) return -errno;
     // tmp holds the chunk at dest_off, as dest will (copy writes at the chunk's offset).
     int rc = ftruncate(tmp, (off_t)(dest_off + len)) == 0 ? 0 : -errno;

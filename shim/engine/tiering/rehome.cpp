@@ -477,7 +477,7 @@ struct WriteAhead {
 int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     install_handler();
     const Source src{r->start, r->backing, r->file ? r->file->fd : -1, r->file_off,
-                     r->backing == Backing::anon ? above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
+                     r->backing == Backing::anon ? move_high(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC)) : -1};
     const size_t len = r->map_len;
     const bool to_memory = dest->kind == Backing::memory;
     TrackedMover tracked;
@@ -502,7 +502,7 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     if (reader_fits || (level == uffd::Level::full && src.backing == Backing::disk)) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/fd/%d", src.fd);
-        reader.direct_fd = above_stdio(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
+        reader.direct_fd = move_high(open(path, O_RDONLY | O_DIRECT | O_CLOEXEC));
     }
     uint64_t t0 = monotonic_ns(), cpu0 = thread_cpu_ns();
     if (out) out->scheme = level;

@@ -148,7 +148,7 @@ bool in(const RegionKey *keys, unsigned n, const RegionKey &k) {
 
 // Whether the process maps any page of [start, start+len): -1 unknown.
 int any_mapped(uintptr_t start, size_t len) {
-    if (g_pagemap < 0) g_pagemap = above_stdio(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
+    if (g_pagemap < 0) g_pagemap = move_high(open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC));
     PageRun run;
     bool more = false;
     long n = read_presence(g_pagemap, start, len / 4096, &run, 1, &more);
@@ -198,7 +198,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
         while (i < n_files && files[i] != f) i++;
         bool first = i == n_files;
         if (first) {
-            int fd = above_stdio(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
+            int fd = move_high(fcntl(f->fd, F_DUPFD_CLOEXEC, 0));
             if (fd < 0) continue;
             files[n_files] = f;
             fds[n_files++] = fd;

@@ -10,6 +10,7 @@
 #          test_bigmem with -M 2G (several minutes and GiBs of spill)
 set -euo pipefail
 lib=$1
+here=$(cd "$(dirname "$0")" && pwd)
 mode=${2:-${HARDENING_MODE:-quick}}
 py=/usr/bin/python3
 if ! $py -c 'import test.support' 2>/dev/null || [ ! -e /usr/lib/python3.11/test/test_array.py ]; then
@@ -36,16 +37,7 @@ run() { # run NAME [env...]
       "${memlimit[@]}" --junit-xml "$work/$name.xml" "${tests[@]}" ) >"$work/$name.log" 2>&1 || true
 }
 failures() { # prints one failing test case id per line
-  $py - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception as e:
-    print(f"<no junit xml: {e}>"); sys.exit()
-for tc in root.iter('testcase'):
-    if tc.find('failure') is not None or tc.find('error') is not None:
-        print(f"{tc.get('classname')}.{tc.get('name')}")
-PY
+  $py "$here/junit_cases.py" "$1" | sed -n 's/^fail //p'
 }
 summary() { grep -E '^(== Tests result|Total tests|Total duration|[0-9]+ tests? (OK|failed|skipped|altered)|.*crashed)' "$1" || true; }
 

@@ -33,6 +33,7 @@
 # full 3GB); without it numpy sizes them from MemAvailable and one run took 17 GiB.
 set -euo pipefail
 lib=$1 suite=$2
+here=$(cd "$(dirname "$0")" && pwd)
 mode=${3:-${HARDENING_MODE:-quick}}
 py=/usr/bin/python3
 case $suite in
@@ -86,20 +87,7 @@ run() { # run NAME [env...]: one pytest run in $work/NAME, junit xml in $work/NA
   echo "$status" > "$work/$name.status"
 }
 cases() { # cases XML: one line per test case: STATE classname.name (STATE: pass|fail|skip)
-  $py - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception as e:
-    print(f"fail <no junit xml: {e}>"); sys.exit()
-for tc in root.iter('testcase'):
-    state = 'pass'
-    if tc.find('failure') is not None or tc.find('error') is not None:
-        state = 'fail'
-    elif tc.find('skipped') is not None:
-        state = 'skip'
-    print(f"{state} {tc.get('classname')}.{tc.get('name')}")
-PY
+  $py "$here/junit_cases.py" "$1"
 }
 
 rerun() { # rerun NAME IDS [env...]: the modules of the cases in IDS again; failures in $work/NAME-rerun.fail

@@ -2,6 +2,7 @@
 #include "os/background_thread.h"
 
 #include "clock.h"
+#include "proc_stat.h"
 
 #include <algorithm>
 #include <atomic>
@@ -111,18 +112,11 @@ uint64_t program_cpu_ns() {
 }
 
 namespace {
-// The state letter of a /proc stat file ("pid (comm) S ..."; comm may hold
-// spaces and parentheses), or 0 when it cannot be read.
+// The state letter of a /proc stat file, or 0 when it cannot be read.
 char state_of(const char *path) {
     char buf[512];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = 0;
-    const char *end = strrchr(buf, ')');
-    return end && end[1] == ' ' ? end[2] : 0;
+    const char *fields = proc_stat_fields(path, buf, sizeof buf);
+    return fields ? fields[0] : 0;
 }
 
 bool started_here(pid_t tid, pid_t me) {

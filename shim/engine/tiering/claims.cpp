@@ -2,6 +2,7 @@
 #include "tiering/claims.h"
 
 #include "fd_policy.h"
+#include "proc_stat.h"
 
 #include <atomic>
 #include <cerrno>
@@ -49,19 +50,10 @@ std::string format_claims(const std::vector<Claim> &claims) {
 uint64_t process_start_time(int pid) {
     char path[48], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = 0;
-    // The command name (field 2) may hold spaces and parentheses: count the
-    // fields after the last ')'. Field 3 is the state, 22 the start time.
-    const char *p = strrchr(buf, ')');
-    if (!p) return 0;
-    if (p[1] == ' ' && p[2] == 'Z') return 0; // a zombie holds nothing any more
-    int field = 2;
-    for (; *p && field < 22; p++)
+    const char *p = proc_stat_fields(path, buf, sizeof buf); // field 3, the state, on
+    if (!p || *p == 'Z') return 0; // a zombie holds nothing any more
+    int field = 3;
+    for (; *p && field < 22; p++) // field 22: the start time
         if (*p == ' ') field++;
     return field == 22 ? strtoull(p, nullptr, 10) : 0;
 }

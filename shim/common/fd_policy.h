@@ -53,6 +53,24 @@ inline int move_high(int fd) {
     return high;
 }
 
+// Grows the process's descriptor table past high_fd_floor() now. Why: the
+// kernel grows it at the first descriptor past its size (64), and in a
+// process with threads it then waits for an RCU grace period
+// (expand_fdtable): the shim's first high descriptor took 15.8 ms in a
+// numpy process (OpenBLAS's threads run by then), 10 ms more per process
+// that starts the engine. Done by the front's constructor, while the
+// process has one thread, it costs two system calls.
+inline void grow_fd_table() {
+    int fd = fcntl(2, F_DUPFD_CLOEXEC, high_fd_floor());
+    if (fd < 0) { // stderr closed
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0) return;
+        fd = fcntl(null, F_DUPFD_CLOEXEC, high_fd_floor());
+        close(null);
+    }
+    if (fd >= 0) close(fd);
+}
+
 // While it lives, every free descriptor below high_fd_floor() is taken (by
 // copies of /dev/null), so a descriptor a library opens meanwhile lands
 // high: libunwind's pipe, which it keeps and writes bytes of memory into.

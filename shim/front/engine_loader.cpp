@@ -267,6 +267,7 @@ __attribute__((noinline, cold)) static void refuse_at_start(const StartVerdict &
 // glibc calls ELF constructors with main's arguments (argc, argv, envp).
 __attribute__((constructor(101))) static void spillway_front_constructor(int, char **argv, char **) {
     pthread_atfork(front_fork_prepare, front_fork_parent, front_fork_child);
+    grow_fd_table(); // while single-threaded (fd_policy.h)
     StartVerdict verdict;
     // Unguarded: what the front opens to judge is closed at once or moved
     // above stdio (the log file); the guard's three fcntl calls are paid

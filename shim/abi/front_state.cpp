@@ -9,6 +9,7 @@
 // so arena::owns() is false for every pointer and free() never reaches the
 // engine.
 #include "front_state.h"
+#include "unwind_text.h"
 
 namespace spillway {
 
@@ -18,5 +19,10 @@ namespace arena {
 uintptr_t g_base = 0;
 std::atomic<uintptr_t> g_size{0};
 } // namespace arena
+
+// Also here, not in front/unwind_pipe.cpp, so unit tests that link the
+// engine without the front have them.
+std::atomic<uintptr_t> g_unwind_text_begin{0};
+std::atomic<uintptr_t> g_unwind_text_end{0};
 
 } // namespace spillway

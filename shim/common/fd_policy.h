@@ -17,9 +17,9 @@
 // opened only to be read and closed at once (a /proc or cgroup file) may hold
 // a low slot for those few microseconds, and a /dev/shm descriptor opened for
 // the program (shm.cpp) is the program's own, numbered as open(2) would.
-// Start-up, which also lets libunwind open its pipe, runs with any closed
-// standard slot temporarily filled; libunwind's pipe is made high too
-// (LowFdsTaken).
+// Start-up runs with any closed standard slot temporarily filled; libunwind's
+// pipe, made by libunwind itself, is moved high by the front's pipe2
+// (front/unwind_pipe.cpp).
 #pragma once
 
 #include <fcntl.h>
@@ -42,15 +42,35 @@ inline int high_fd_floor() {
     return floor;
 }
 
-// Returns fd moved to a number >= high_fd_floor() (close-on-exec), or, when
-// none is free there, >= 3; fd itself when it cannot be moved.
-inline int move_high(int fd) {
-    if (fd < 0 || fd >= high_fd_floor()) return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_floor());
+// The first two numbers at the floor are libunwind's pipe's, made by
+// libunwind and moved there by the front's pipe2 (front/unwind_pipe.cpp);
+// the shim's own descriptors start above them. Why: libunwind reads its pipe
+// to check memory, and after a program has closed it, reads whatever sits
+// on that number (a read that succeeds keeps the number; one that fails
+// makes a new pipe). Kept free of the shim's files, the number is free after
+// such a clean-up, so libunwind makes a new pipe there rather than writing a
+// byte of memory into a spill file.
+constexpr int kUnwindPipeSlots = 2;
+
+// Returns fd moved to a number >= floor (close-on-exec), or, when none is
+// free there, >= 3; fd itself when it cannot be moved.
+inline int move_at_or_above(int fd, int floor) {
+    if (fd < 0 || fd >= floor) return fd;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
     if (high < 0 && fd <= 2) high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
     if (high < 0) return fd;
     close(fd);
     return high;
+}
+
+// A descriptor the shim keeps: above libunwind's two numbers.
+inline int move_high(int fd) {
+    return move_at_or_above(fd, high_fd_floor() + kUnwindPipeSlots);
+}
+
+// An end of libunwind's pipe: on the floor's two numbers when they are free.
+inline int move_to_unwind_slots(int fd) {
+    return move_at_or_above(fd, high_fd_floor());
 }
 
 // Grows the process's descriptor table past high_fd_floor() now. Why: the
@@ -70,36 +90,6 @@ inline void grow_fd_table() {
     }
     if (fd >= 0) close(fd);
 }
-
-// While it lives, every free descriptor below high_fd_floor() is taken (by
-// copies of /dev/null), so a descriptor a library opens meanwhile lands
-// high: libunwind's pipe, which it keeps and writes bytes of memory into.
-class LowFdsTaken {
-  public:
-    LowFdsTaken() {
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null < 0) return;
-        taken_[n_++] = null;
-        while (n_ < kHighFd) {
-            int fd = fcntl(null, F_DUPFD_CLOEXEC, 0);
-            if (fd < 0) break;
-            if (fd >= high_fd_floor()) {
-                close(fd);
-                break;
-            }
-            taken_[n_++] = fd;
-        }
-    }
-    ~LowFdsTaken() {
-        for (int i = 0; i < n_; i++) close(taken_[i]);
-    }
-    LowFdsTaken(const LowFdsTaken &) = delete;
-    LowFdsTaken &operator=(const LowFdsTaken &) = delete;
-
-  private:
-    int taken_[kHighFd];
-    int n_ = 0;
-};
 
 // Fills closed standard slots with /dev/null while the shim starts up.
 class StdioGuard {

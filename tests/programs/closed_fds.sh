@@ -2,7 +2,9 @@
 # closed_fds.sh LIB PROGRAM — a program that closes every descriptor from 3
 # up and opens files of its own keeps them intact under the shim
 # (closed_fds.c, shim/common/fd_policy.h), on disk regions with call sites
-# named; and the shim's descriptors sit high.
+# named, also after a second and third clean-up that make libunwind replace
+# its pipe; libunwind's pipe then sits on 512 and 513, and the shim's other
+# descriptors sit high.
 set -euo pipefail
 lib=$1 prog=$2
 fail() { echo "closed_fds.sh: FAIL: $*" >&2; exit 1; }

@@ -2,6 +2,7 @@
 // calls never block and all end ready, the library is then in the process,
 // and the jump stubs keep unw_getcontext's frame the caller's own.
 #include "sites/unwind_lazy.h"
+#include "unwind_text.h"
 
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -53,4 +54,19 @@ TEST_CASE("unwind stubs: unw_getcontext sees the caller's frame, unw_backtrace w
     void *frames[8];
     int n = unw_backtrace(frames, 8);
     CHECK(n >= 2);
+}
+
+TEST_CASE("unwind_ready publishes libunwind's code bounds for the front's pipe2") {
+    REQUIRE(unwind_ready());
+    uintptr_t begin = g_unwind_text_begin.load(), end = g_unwind_text_end.load();
+    REQUIRE(begin != 0);
+    CHECK(begin < end);
+    void *lib = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(lib != nullptr);
+    auto inside = (uintptr_t)dlsym(lib, "unw_backtrace");
+    dlclose(lib);
+    CHECK(inside >= begin);
+    CHECK(inside < end);
+    auto ours = (uintptr_t)&unwind_ready; // the engine's code is not libunwind's
+    CHECK((ours < begin || ours >= end));
 }

@@ -3,11 +3,12 @@
 // callsite.cpp's frame exactly as if it were linked directly.
 #include "sites/unwind_lazy.h"
 
-#include "fd_policy.h"
 #include "log.h"
+#include "unwind_text.h"
 
 #include <atomic>
 #include <dlfcn.h>
+#include <link.h>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -47,6 +48,31 @@ namespace {
 enum State { kUnloaded, kLoading, kReady, kFailed };
 std::atomic<int> g_state{kUnloaded};
 
+// Publishes the bounds of the loaded image at load address `base` to the
+// front (unwind_text.h): end first, so a front that sees begin sees both.
+void publish_text(uintptr_t base) {
+    struct Found {
+        uintptr_t base, begin = 0, end = 0;
+    } found{base};
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *data) {
+            auto *f = (Found *)data;
+            if (info->dlpi_addr != f->base) return 0;
+            for (int i = 0; i < info->dlpi_phnum; i++) {
+                const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+                if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+                uintptr_t from = info->dlpi_addr + ph.p_vaddr, to = from + ph.p_memsz;
+                if (!f->begin || from < f->begin) f->begin = from;
+                if (to > f->end) f->end = to;
+            }
+            return 1;
+        },
+        &found);
+    if (!found.begin) return;
+    g_unwind_text_end.store(found.end, std::memory_order_relaxed);
+    g_unwind_text_begin.store(found.begin, std::memory_order_release);
+}
+
 bool load() {
     const char *soname = "libunwind.so.8";
     void *lib = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
@@ -70,10 +96,11 @@ bool load() {
         return false;
     }
     _ULx86_64_local_addr_space = *space;
-    // libunwind makes, at its first use, the pipe it checks memory with (a
-    // byte of memory written into it and read back) and keeps it: made now,
-    // with every low descriptor taken, it lands high (fd_policy.h).
-    LowFdsTaken low;
+    // libunwind keeps a pipe it checks memory with (a byte of memory written
+    // into it and read back), made at its first use and again whenever a
+    // read from it fails: the front moves each one high (unwind_pipe.cpp).
+    link_map *map = nullptr;
+    if (dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map) publish_text(map->l_addr);
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     unw_context_t context;
     unw_cursor_t cursor;

@@ -175,6 +175,13 @@ suite_end() { # NAME SECONDS PASSED FAILED [FAILING NAMES] [LOG] [SKIPPED] [SKIP
     passed=$((passed + $3)); failed=$((failed + $4)); skipped=$((skipped + ${7:-0})); known=$((known + ${9:-0}))
 }
 
+# The tests of a meson log whose result matches RESULTS (an ERE of meson's
+# words), by name, on one line: meson prints " 3/12 spillway:unit / NAME   FAIL ...".
+test_names() { # LOG RESULTS
+    grep -E "^ *[0-9]+/[0-9]+ .* ($2) " "$1" | sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' |
+        sort -u | tr '\n' ' ' | sed 's/ $//'
+}
+
 # The meson suites, in the order meson lists them. One test at a time
 # (but in the hardening suite, below): several fill memory, mount
 # filesystems or time things.
@@ -242,18 +249,14 @@ for suite in $suites; do
     ok=$(awk '/^Ok:/{print $2}' "$log"); bad=$(awk '/^Fail:/{print $2}' "$log")
     timeouts=$(awk '/^Timeout:/{print $2}' "$log"); xpass=$(awk '/^Unexpected Pass:/{print $3}' "$log")
     bad=$(( ${bad:-0} + ${timeouts:-0} + ${xpass:-0} ))
-    # The failing tests by name, as meson prints them: " 3/12 spillway:unit / NAME   FAIL ...".
-    names=$(grep -E '^ *[0-9]+/[0-9]+ .* (FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR) ' "$log" |
-            sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' | sort -u | tr '\n' ' ' | sed 's/ $//')
+    names=$(test_names "$log" 'FAIL|TIMEOUT|UNEXPECTEDPASS|ERROR')
     if [ -z "$ok" ]; then # meson did not get as far as its summary
         bad=$((bad + 1)); names="${names:+$names, }meson test did not run"
     fi
     skips=$(awk '/^Skipped:/{print $2}' "$log")
-    skip_names=$(grep -E '^ *[0-9]+/[0-9]+ .* SKIP ' "$log" | sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' |
-                 sort -u | tr '\n' ' ' | sed 's/ $//')
+    skip_names=$(test_names "$log" 'SKIP')
     xfails=$(awk '/^Expected Fail:/{print $3}' "$log")
-    xfail_names=$(grep -E '^ *[0-9]+/[0-9]+ .* EXPECTEDFAIL ' "$log" | sed -E 's/^ *[0-9]+\/[0-9]+ [^ ]+ \/ ([^ ]+) .*/\1/' |
-                  sort -u | tr '\n' ' ' | sed 's/ $//')
+    xfail_names=$(test_names "$log" 'EXPECTEDFAIL')
     suite_end "$suite" $((SECONDS - t0)) "${ok:-0}" "$bad" "$names" "$log" "${skips:-0}" "$skip_names" "${xfails:-0}" "$xfail_names"
     [ "$bad" -gt 0 ] && { excerpt_meson_failures "$log"; [ -n "$ok" ] || excerpt_tail "$log"; }
 done

@@ -11,6 +11,7 @@
 #include "access/sampler.h"
 #include "backing/backing.h"
 #include "backing/reaper.h"
+#include "large/fork_snapshot.h"
 #include "large/large.h"
 #include "large/recycle.h"
 #include "os/lock_unless_held.h"
@@ -61,8 +62,14 @@ void fork_prepare() {
     else t_interrupted = true;
     if (reaper_fork_prepare()) t_taken |= kQueue; // 4
     else t_interrupted = true;
+    // The parent's snapshot (large/fork_snapshot.h), only when every lock
+    // so far was taken: an interrupted frame of this thread may be in the
+    // middle of a region's update.
+    const bool snapshot = !t_interrupted && snapshot_fork_mark();
     if (lock_unless_held_here(large_lock().native_handle())) t_taken |= kLarge; // 5
     else t_interrupted = true;
+    if (snapshot && (t_taken & kLarge)) snapshot_fork_privatise();
+    g_fork_privatising.store(false); // the pins it kept waiting may go on
 }
 
 void fork_parent() {
@@ -73,6 +80,7 @@ void fork_parent() {
     if (t_taken & kCaptureGate) callsite_fork_parent();
     if (t_taken & kStdioList) _IO_list_unlock();
     t_taken = 0;
+    snapshot_fork_parent(); // after the locks: it may start the reaper's thread
     pthread_sigmask(SIG_SETMASK, &t_saved_mask, nullptr);
     errno = saved_errno;
 }
@@ -89,6 +97,7 @@ void fork_child() {
     backing_after_fork_child();                                    //  4
     registry_after_fork_child();                                   //  5
     probe_hold_after_fork_child();                                 //  5
+    snapshot_fork_child(trusted);                                  //  5
     prefetch_after_fork_child();                                   //  6
     large_after_fork_child(trusted);                               //  7
     reaper_after_fork_child(trusted);                              //  8

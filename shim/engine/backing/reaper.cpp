@@ -17,6 +17,7 @@ namespace {
 RetireFn g_retire = nullptr;
 CloseFileFn g_close_file = nullptr;
 TrimFn g_trim = nullptr;
+SettleFn g_settle = nullptr;
 // Plain pthread objects: statically initialised, so they work before C++
 // static initialisers run and can be re-initialised in a fork child.
 pthread_mutex_t g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -29,6 +30,9 @@ bool g_started = false, g_failed = false;
 // wake-ups, so one that comes while a tick found the cache empty is not lost.
 bool g_trim_armed = false;
 unsigned long g_trim_gen = 0;
+// The same for the fork snapshot's tick.
+bool g_settle_armed = false;
+unsigned long g_settle_gen = 0;
 // Backpressure: when frees outpace the thread, the freeing caller retires
 // its own region instead of queueing, so freed memory never piles up
 // (measured: 8 churning threads left ~3,700 regions mapped without it).
@@ -48,24 +52,22 @@ void *reaper_main(void *) {
             clock_gettime(CLOCK_REALTIME, &until); // the condition's clock
             // Idle, it still wakes once a second: it may be the only thread
             // of the process left (exit_if_only_ours_left, background_thread.h).
-            until.tv_nsec += (g_trim_armed ? kTrimTickMs : 1000) * 1000000L;
+            until.tv_nsec += (g_trim_armed || g_settle_armed ? kTrimTickMs : 1000) * 1000000L;
             while (until.tv_nsec >= 1000000000L) {
                 until.tv_sec++;
                 until.tv_nsec -= 1000000000L;
             }
             pthread_cond_timedwait(&g_wake, &g_queue_lock, &until);
             if (g_head || g_files) break;
-            if (!g_trim_armed) {
-                pthread_mutex_unlock(&g_queue_lock); // exit's handlers may queue
-                exit_if_only_ours_left();
-                pthread_mutex_lock(&g_queue_lock);
-                continue;
-            }
-            unsigned long gen = g_trim_gen;
-            pthread_mutex_unlock(&g_queue_lock);
-            bool more = g_trim(false); // queues what it gives back: never under the queue lock
+            const bool trim = g_trim_armed, settle = g_settle_armed;
+            const unsigned long trim_gen = g_trim_gen, settle_gen = g_settle_gen;
+            pthread_mutex_unlock(&g_queue_lock); // exit's handlers may queue; trim and settle queue
+            exit_if_only_ours_left(); // at most once a second, armed or not
+            bool more_trim = trim && g_trim(false);
+            bool more_settle = settle && g_settle();
             pthread_mutex_lock(&g_queue_lock);
-            if (!more && gen == g_trim_gen) g_trim_armed = false;
+            if (trim && !more_trim && trim_gen == g_trim_gen) g_trim_armed = false;
+            if (settle && !more_settle && settle_gen == g_settle_gen) g_settle_armed = false;
         }
         if (SpillFile *f = g_files) {
             g_files = f->queue_next;
@@ -99,6 +101,7 @@ void reaper_init(RetireFn retire, CloseFileFn close_file) {
 }
 
 void reaper_set_trim(TrimFn trim) { g_trim = trim; }
+void reaper_set_settle(SettleFn settle) { g_settle = settle; }
 
 namespace {
 // With g_queue_lock held: whether the thread runs (started now if need be)
@@ -121,6 +124,18 @@ void reaper_wake_for_trim() {
     g_trim_armed = true;
     // Without a thread the cache is aged by the next free and trimmed by
     // reaper_drain (recycle.cpp); nothing is leaked, only kept longer.
+    if (can_queue() && sleeping) pthread_cond_signal(&g_wake);
+    pthread_mutex_unlock(&g_queue_lock);
+}
+
+void reaper_wake_for_settle() {
+    if (!g_settle) return;
+    pthread_mutex_lock(&g_queue_lock);
+    g_settle_gen++;
+    bool sleeping = !g_settle_armed;
+    g_settle_armed = true;
+    // Without a thread nothing is re-shared until a control call settles
+    // (large_aware.cpp): the regions stay private, which is correct.
     if (can_queue() && sleeping) pthread_cond_signal(&g_wake);
     pthread_mutex_unlock(&g_queue_lock);
 }
@@ -180,6 +195,8 @@ void reaper_after_fork_child(bool retire_pending) {
     g_failed = false;
     g_trim_armed = false; // the recycle cache is emptied in the child (recycle.h)
     g_trim_gen = 0;
+    g_settle_armed = false; // the parent's generations are not this child's
+    g_settle_gen = 0;
     g_queue_lock = PTHREAD_MUTEX_INITIALIZER;
     g_wake = PTHREAD_COND_INITIALIZER;
     g_idle = PTHREAD_COND_INITIALIZER;

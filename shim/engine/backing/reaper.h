@@ -34,6 +34,13 @@ void reaper_set_trim(TrimFn trim);
 // The cache now holds a region: the thread (started if need be) ages it.
 void reaper_wake_for_trim();
 constexpr int kTrimTickMs = 250;
+// The fork snapshot's tick (large/fork_snapshot.h): ends generations whose
+// children are gone and re-shares their regions; returns whether it still
+// waits for some. Armed by each fork that made a snapshot, the thread
+// (started if need be) calls it every kTrimTickMs while it returns true.
+using SettleFn = bool (*)();
+void reaper_set_settle(SettleFn settle);
+void reaper_wake_for_settle();
 void reaper_submit(Region *r);
 // f is no region's home any more and nobody else holds it: the reaper
 // closes it (inline when the thread cannot run or has too much pending).

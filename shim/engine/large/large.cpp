@@ -10,6 +10,7 @@
 #include "os/cgroup.h"
 #include "log.h"
 #include "log_repeats.h"
+#include "large/fork_snapshot.h"
 #include "large/policy.h"
 #include "backing/reaper.h"
 #include "large/recycle.h"
@@ -45,6 +46,7 @@ void large_init(const Settings &s) {
     g_settings = &s;
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     reaper_init(large_retire, close_spill_file);
+    reaper_set_settle(snapshot_settle);
     recycle_init();
 }
 
@@ -318,19 +320,36 @@ void large_retire(Region *r) {
     // disk: seen in test_rehome's promotion-copy case).
     if (r->backing == Backing::disk) prefetch_forget(r->start, r->map_len);
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
-    int unmap_err = unmapped ? 0 : errno;
-    bool clean = false;
-    if (unmapped) {
-        clean = release_backing(placement_of(r), r->map_len);
-        r->file = nullptr;
+    if (!unmapped) {
+        int unmap_err = errno;
+        if (SpillFile *left = r->left_pool) release_backing({left->kind, left, r->left_pool_off}, r->left_pool_len);
+        r->left_pool = nullptr;
+        std::lock_guard<std::mutex> guard(large_lock());
+        if (r->snapshot_gen) snapshot_hold_retired(r); // counted out; its file range is lost with its addresses
+        arena::unpublish(r->start, r->va_len);
+        arena::lose(r->start, r->va_len, unmap_err);
+        region_delete(r);
+        return;
     }
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        arena::unpublish(r->start, r->va_len);
+        // A fork child may still map its file range: kept, with the
+        // addresses that name it, until no child is left (fork_snapshot.h).
+        if (snapshot_hold_retired(r)) return;
+    }
+    large_release_retired(r);
+}
+
+void large_release_retired(Region *r) {
+    bool clean = release_backing(placement_of(r), r->map_len);
+    r->file = nullptr;
     if (SpillFile *left = r->left_pool) // the pool range a move left (region.h)
         clean = release_backing({left->kind, left, r->left_pool_off}, r->left_pool_len) && clean;
     r->left_pool = nullptr;
     std::lock_guard<std::mutex> guard(large_lock());
-    arena::unpublish(r->start, r->va_len);
     if (clean) arena::give_back(r->start, r->va_len);
-    else arena::lose(r->start, r->va_len, unmap_err); // 0: release_backing said why
+    else arena::lose(r->start, r->va_len, 0); // release_backing said why
     region_delete(r);
 }
 
@@ -464,9 +483,13 @@ bool large_privatise_inherited(bool trusted) {
         if (r->left_pool) r->left_pool->foreign = true;
         if (!r->file) continue;
         r->file->foreign = true;
-        if (r->is_private) continue;
-        void *q = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
-                       r->file->fd, (off_t)r->file_off);
+        // The parent made it private in prepare (fork_snapshot.h): the
+        // kernel's copy-on-write gives this child its snapshot already.
+        const bool parent_snapshot = r->snapshot_gen != 0;
+        if (r->is_private && !parent_snapshot) continue;
+        void *q = parent_snapshot ? (void *)r->start
+                                  : mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED,
+                                         r->file->fd, (off_t)r->file_off);
         if (q == MAP_FAILED) {
             SPW_LOG(error, "fork child: could not remap region %p privately (%s); its writes "
                            "would reach the parent, exiting with status 127: raise vm.max_map_count "

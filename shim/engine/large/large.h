@@ -51,6 +51,11 @@ size_t large_usable_size(const void *p);
 
 // Retires a freed region (the reaper calls this).
 void large_retire(struct Region *r);
+// The end of a retirement, r unmapped and unlinked: its file range is
+// punched (or its file closed) and its arena space given back. Called by
+// large_retire, or later by the fork snapshot's tick for a range a child
+// mapped (fork_snapshot.h).
+void large_release_retired(struct Region *r);
 
 // --- What aware code asks of regions (control.cpp forwards spillway.h's
 // calls here; large_aware.cpp). Fields are copied under the large lock; the

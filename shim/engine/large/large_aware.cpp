@@ -7,6 +7,7 @@
 // lock; the system calls that follow (rehome, mmap, open) run without it.
 // A region moved here is the caller's own allocation (the region's user,
 // rehome.h), so it cannot be freed under the move.
+#include "large/fork_snapshot.h"
 #include "large/large.h"
 
 #include "registry/arena.h"
@@ -53,6 +54,14 @@ void fill_view(const Region *r, RegionView *v) {
     snprintf(v->exported, sizeof v->exported, "%s", r->file ? r->file->exported : "");
 }
 
+// A region the parent made private at a fork is refused (EPERM) while a
+// child may map it (fork_snapshot.h). A child that has exec'd or exited has
+// let go already: settle now rather than at the reaper's next tick, so a
+// call made just after a fork-and-exec finds its region shared again.
+void settle_fork_snapshots() {
+    if (snapshot_regions_live()) snapshot_settle();
+}
+
 // Gives r a disk file of its own (a spill of memory/anon, or a copy out of
 // a pool). 0 or -errno.
 int give_own_disk_file(Region *r) {
@@ -75,6 +84,7 @@ int give_own_disk_file(Region *r) {
 
 bool large_view(const void *p, RegionView *out) {
     if (!arena::owns(p)) return false;
+    settle_fork_snapshots();
     // A region being moved (rehome.h) lives partly in its old home and
     // partly in its new one, and its backing changes only once the last
     // chunk has moved: a view taken then would name a home that no longer
@@ -113,6 +123,7 @@ bool large_stop_read_ahead(const void *p) {
 
 int large_move_to_disk(void *p) {
     if (!arena::owns(p)) return -EINVAL;
+    settle_fork_snapshots();
     Region *r;
     {
         std::lock_guard<std::mutex> guard(large_lock());
@@ -129,6 +140,7 @@ namespace {
 // Gives the region holding p a disk file of its own, as large_export says.
 int own_file(const void *p, RegionView *out) {
     if (!arena::owns(p)) return -EINVAL;
+    settle_fork_snapshots();
     Region *r;
     {
         std::lock_guard<std::mutex> guard(large_lock());

@@ -1,6 +1,8 @@
 // probe_hold.cpp — see probe_hold.h.
 #include "registry/probe_hold.h"
 
+#include "os/lock_unless_held.h"
+
 #include <atomic>
 #include <mutex>
 #include <new>
@@ -24,6 +26,13 @@ void probe_hold_end() {
 void wait_out_probes(const Region *r) {
     // Held: the hold lock is the probe's until it has cleared the hold.
     if (r && g_held.load() == r) std::lock_guard<std::mutex> wait(g_hold_lock);
+}
+
+bool wait_out_probes_unless_mine(const Region *r) {
+    if (!r || g_held.load() != r) return true;
+    if (!lock_unless_held_here(g_hold_lock.native_handle())) return false;
+    g_hold_lock.unlock();
+    return true;
 }
 
 const Region *probe_held() { return g_held.load(); }

@@ -45,6 +45,10 @@ void probe_hold_end();
 // Only compares r; never dereferences it.
 void wait_out_probes(const Region *r);
 
+// The same in fork's prepare, where the forking thread may be the prober
+// itself (a signal handler, or a test): false, at once, when it is.
+bool wait_out_probes_unless_mine(const Region *r);
+
 // The region held now, or nullptr (for tests).
 const Region *probe_held();
 

@@ -8,6 +8,8 @@
 
 namespace spillway {
 
+std::atomic<bool> g_fork_privatising{false};
+
 static std::mutex g_large_lock;
 static Region *g_first = nullptr;
 static size_t g_count = 0;

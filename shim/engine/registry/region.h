@@ -45,7 +45,11 @@ struct Region {
     uint64_t left_pool_off = 0;
     size_t left_pool_len = 0;
     CallSite *site = nullptr;
-    bool is_private = false; // remapped MAP_PRIVATE in a fork child: never write back
+    bool is_private = false; // mapped MAP_PRIVATE (a fork child's view, or a parent's snapshot): never write back
+    // The fork generation at which the parent made this region private
+    // (large/fork_snapshot.h): its file is frozen until no child of that
+    // generation or a later one is left. 0: not a parent's snapshot.
+    uint64_t snapshot_gen = 0;
     // The madvise advice in force (MADV_NORMAL == 0). Atomic: the detector
     // re-advises under the large lock while spillway_spill re-applies it after
     // a move without that lock; either value is a valid advice.
@@ -80,6 +84,12 @@ inline void set_placement(Region *r, const Placement &p) {
 // anonymous regions keep the kernel's default. Advice is part of placement:
 // readahead is 8 MiB on the spill disk here.
 void advise_region(Region *r, int advice);
+
+// True while fork's prepare turns the parent's shared regions private
+// (large/fork_snapshot.h). A pin (tiering/rehome.h) is not taken meanwhile,
+// so no resize starts on a region being remapped; prepare leaves a region
+// pinned before it alone. seq_cst against Region::pins.
+extern std::atomic<bool> g_fork_privatising;
 
 // The large-path lock: arena space, the live list, file bookkeeping.
 std::mutex &large_lock();

@@ -906,6 +906,133 @@ int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const
     return rc;
 }
 
+namespace {
+constexpr size_t kPage = 4096;
+// /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst).
+constexpr uint64_t kPmPresent = 1ull << 63, kPmSwapped = 1ull << 62, kPmFileOrShared = 1ull << 61;
+
+// Writes into fd at off the pages of [a, a+n) that are this process's own
+// copies (a private mapping's copy-on-write pages: present or swapped, not a
+// file page), consecutive pages in one write. The chunk is read-only: no
+// page can be copied or written meanwhile. 0 or -errno.
+int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off) {
+    constexpr size_t kBatch = 512;
+    uint64_t entries[kBatch];
+    const size_t pages = n / kPage;
+    size_t run_start = 0, run_len = 0; // in pages
+    auto flush = [&]() -> int {
+        if (!run_len) return 0;
+        int rc = write_all(fd, (const char *)(a + run_start * kPage), run_len * kPage, off + (off_t)(run_start * kPage));
+        run_len = 0;
+        return rc;
+    };
+    for (size_t i = 0; i < pages; i += kBatch) {
+        size_t k = std::min(kBatch, pages - i);
+        ssize_t got = pread(pagemap_fd, entries, k * sizeof(uint64_t), (off_t)((a / kPage + i) * sizeof(uint64_t)));
+        if (got != (ssize_t)(k * sizeof(uint64_t))) return got < 0 ? -errno : -EIO;
+        for (size_t j = 0; j < k; j++) {
+            uint64_t e = entries[j];
+            bool copy = ((e & kPmPresent) && !(e & kPmFileOrShared)) || (e & kPmSwapped);
+            if (copy && run_len && run_start + run_len == i + j) {
+                run_len++;
+            } else if (copy) {
+                if (int rc = flush()) return rc;
+                run_start = i + j;
+                run_len = 1;
+            }
+        }
+    }
+    return flush();
+}
+
+// Maps [a, a+n) over fd at off, shared or private, read-write. 0 or -errno.
+int map_over(uintptr_t a, size_t n, int fd, off_t off, int share) {
+    KernelOrdered quiet;
+    void *q = mmap((void *)a, n, PROT_READ | PROT_WRITE, share | MAP_FIXED, fd, off);
+    return q == MAP_FAILED ? -errno : 0;
+}
+} // namespace
+
+int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
+    if (g_untrusted) return -EPERM;
+    AsyncSignalsBlocked no_signals;
+    std::lock_guard<std::mutex> move_guard(g_move_lock); // no fork (and so no new generation) while held
+    g_moving_region.store(r); // seq_cst, before the pins are read: a pin either sees this or is seen
+    int fd = -1;
+    off_t file_off = 0;
+    size_t len = 0;
+    int advice = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        Region *live = registry_first();
+        while (live && live != r) live = live->next;
+        if (!live || r->start != start || r->freed.load() || !r->is_private || !r->file) {
+            g_moving_region.store(nullptr);
+            return -ESTALE;
+        }
+        if (r->pins.load() || !due(r)) {
+            g_moving_region.store(nullptr);
+            return -EBUSY;
+        }
+        g_moving_to.store((uint8_t)r->backing); // the same home
+        r->moving.store(true);
+        fd = r->file->fd;
+        file_off = (off_t)r->file_off;
+        len = r->map_len;
+        advice = r->advice.load();
+    }
+    auto done = [&](int rc) {
+        r->moving.store(false);
+        g_moving_region.store(nullptr);
+        return rc;
+    };
+    wait_out_probes(r);
+    // A read(2) into a read-only chunk would fail (rehome.h): come back later.
+    if (read_in_flight(start, len)) return done(-EBUSY);
+    int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (pagemap_fd < 0) return done(-errno);
+    install_handler();
+    g_region_start.store(start);
+    g_region_end.store(start + len);
+    int rc = 0;
+    size_t shared = 0; // [start, start+shared) is mapped shared again
+    while (shared < len && rc == 0) {
+        const uintptr_t a = start + shared;
+        const size_t n = std::min(kChunk, len - shared);
+        set_chunk(a, a + n); // writers into it wait in on_segv from now on
+        if (mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        if (rc == 0) rc = write_back_copies(pagemap_fd, a, n, fd, file_off + (off_t)shared);
+        // The file now holds every byte of the chunk: either mapping of it
+        // shows the same bytes.
+        if (rc == 0) rc = map_over(a, n, fd, file_off + (off_t)shared, MAP_SHARED);
+        if (rc != 0) {
+            // Back to private, as a whole: [start, a) holds the file's
+            // bytes, and this chunk's copies are still mapped (read-only)
+            // unless the file got them all.
+            int err = mprotect((void *)a, n, PROT_READ | PROT_WRITE) != 0 &&
+                      map_over(a, n, fd, file_off + (off_t)shared, MAP_PRIVATE) != 0;
+            if (shared) err = map_over(start, shared, fd, file_off, MAP_PRIVATE) || err;
+            if (err)
+                SPW_LOG(error, "fork snapshot: could not map region %p privately again after a failed re-share (%s); "
+                               "its bytes may be wrong: report this with the log",
+                        (void *)start, strerror(-rc));
+        } else {
+            shared += n;
+        }
+        set_chunk(0, 0);
+    }
+    g_region_start.store(0);
+    g_region_end.store(0);
+    close(pagemap_fd);
+    if (rc == 0) {
+        if (advice) madvise((void *)start, len, advice); // a new mapping starts MADV_NORMAL
+        std::lock_guard<std::mutex> guard(large_lock());
+        r->is_private = false;
+        r->snapshot_gen = 0;
+    }
+    return done(rc);
+}
+
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
     auto already_there = [](const Region *live, Backing to) { return live->backing == to; };
     return hold_region_for(
@@ -919,7 +1046,18 @@ int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool writ
 }
 
 RegionPin::RegionPin(Region *r) : r_(r) {
-    r_->pins.fetch_add(1); // seq_cst, against the mover's publication above and the probes' hold
+    // seq_cst, against the mover's publication above, the probes' hold and
+    // fork's privatising (region.h): prepare either sees the pin and leaves
+    // the region shared, or the pin waits until the region is private.
+    for (;;) {
+        r_->pins.fetch_add(1);
+        if (!g_fork_privatising.load()) break;
+        r_->pins.fetch_sub(1);
+        while (g_fork_privatising.load()) {
+            timespec ts = {0, 50000};
+            nanosleep(&ts, nullptr);
+        }
+    }
     if (g_moving_region.load() == r_) std::lock_guard<std::mutex> wait(g_move_lock);
     wait_out_probes(r_); // a resize changes the mapping: no probe call may land on it after
 }

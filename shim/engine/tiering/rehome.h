@@ -86,6 +86,18 @@ using RegionWork = std::function<int(Region *)>;
 int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const Region *, Backing to), const RegionWork &work,
                     uint64_t *checks_ns = nullptr);
 
+// Maps a parent's fork snapshot (large/fork_snapshot.h) shared over its own
+// file again, in place, once no child maps that file: the pages the parent
+// copied since the fork (written while it was private) are written into
+// the file first, one read-only chunk at a time, so no store is lost
+// between that write and the shared mapping (writers wait as in a move).
+// Only if r is still live at start, private, not pinned and due(r) under
+// the large lock (the caller's check that no child is left; a fork cannot
+// begin meanwhile: this holds the move lock), and no thread is blocked in a
+// read into it. 0, -ESTALE (gone), -EBUSY (try later), -EPERM (an
+// untrusted fork child) or -errno (r stays private, as it was).
+int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *));
+
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)
 // only if it is still live, not pinned, not private, and (without

@@ -1,0 +1,289 @@
+// fork_snapshot.cpp — see fork_snapshot.h.
+//
+// Invariant: a generation is open from the prepare that made it until its
+// read end reports end of file (then closed and removed, under the large
+// lock), or for good when no pipe could be made for it; a region or a
+// held range with snapshot_gen g waits while any generation >= g is open.
+#include "large/fork_snapshot.h"
+
+#include "backing/backing.h"
+#include "backing/reaper.h"
+#include "fd_policy.h"
+#include "large/large.h"
+#include "log.h"
+#include "os/lock_unless_held.h"
+#include "registry/arena.h"
+#include "registry/probe_hold.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace spillway {
+
+namespace {
+// Open generations (under the large lock). A process with more children
+// alive at once than this keeps the regions of the extra forks private for
+// good (warned once): a descriptor per generation is the price of knowing.
+constexpr size_t kMaxGenerations = 64;
+struct Generation {
+    uint64_t id;
+    int read_fd;
+};
+Generation g_open[kMaxGenerations];
+size_t g_open_count = 0;
+uint64_t g_next_gen = 1;
+uint64_t g_forever_newest = 0; // the newest generation that could not be watched (open for good)
+Region *g_held = nullptr;     // retired regions a child may still map (through queue_next)
+std::atomic<size_t> g_live{0}; // live regions with snapshot_gen set
+
+// Between prepare and the parent's or child's handler, on the forking thread.
+#define SPW_TLS thread_local __attribute__((tls_model("initial-exec")))
+SPW_TLS uint64_t t_gen = 0; // the generation this fork opened, or 0
+SPW_TLS int t_write_fd = -1;
+
+uint64_t newest_open() {
+    uint64_t newest = g_forever_newest;
+    for (size_t i = 0; i < g_open_count; i++) newest = std::max(newest, g_open[i].id);
+    return newest;
+}
+
+// A shared mapping over a file this process made and did not name: the
+// parent's stores and frees would reach a child's view of it.
+bool must_freeze(const Region *r) {
+    return r->file && !r->is_private && !r->freed.load() && !r->file->foreign && !r->file->exported[0] &&
+           !r->moving.load();
+}
+
+void open_generation(uint64_t id) {
+    int fds[2];
+    if (g_open_count < kMaxGenerations && syscall(SYS_pipe2, fds, O_CLOEXEC) == 0) {
+        g_open[g_open_count++] = {id, move_high(fds[0])};
+        t_write_fd = move_high(fds[1]);
+        return;
+    }
+    static bool warned = false;
+    if (!warned) {
+        warned = true;
+        SPW_LOG(warn, "fork: cannot watch this fork's children (%s); the large buffers alive now stay "
+                      "copy-on-write, and keep their spill space, until the process exits: "
+                      "keep fewer than %zu forked children alive at once, or raise ulimit -n",
+                g_open_count < kMaxGenerations ? strerror(errno) : "too many at once", kMaxGenerations);
+    }
+    g_forever_newest = id;
+}
+
+// Maps r private over its own bytes. A MAP_FIXED mapping of the same file
+// is lossless either way (a shared mapping's bytes are the file's), so a
+// failure maps it shared again.
+void privatise(Region *r) {
+    void *q = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, r->file->fd,
+                   (off_t)r->file_off);
+    if (q != MAP_FAILED) {
+        if (int advice = r->advice.load()) madvise(q, r->map_len, advice);
+        return;
+    }
+    int err = errno;
+    q = mmap((void *)r->start, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, r->file->fd,
+             (off_t)r->file_off);
+    if (q == MAP_FAILED) {
+        SPW_LOG(error, "fork: region %p could not be mapped again (%s), exiting with status 127: raise "
+                       "vm.max_map_count (sysctl)",
+                (void *)r->start, strerror(errno));
+        _exit(127);
+    }
+    SPW_LOG(warn, "fork: region %p stays shared with the child (%s): the child sees the parent's later "
+                  "writes to it; raise vm.max_map_count (sysctl)",
+            (void *)r->start, strerror(err));
+    r->is_private = false;
+    r->snapshot_gen = 0;
+    g_live.fetch_sub(1);
+}
+
+// Closes the generations whose children have all let go. Large lock held.
+void end_generations() {
+    if (!g_open_count) return;
+    pollfd fds[kMaxGenerations];
+    for (size_t i = 0; i < g_open_count; i++) fds[i] = {g_open[i].read_fd, 0, 0};
+    if (poll(fds, g_open_count, 0) <= 0) return;
+    size_t kept = 0;
+    for (size_t i = 0; i < g_open_count; i++) {
+        // POLLHUP: every write end is closed. POLLNVAL: the program closed
+        // our read end (a descriptor clean-up); its children cannot be
+        // known any more, so it stays open for good.
+        if (fds[i].revents & POLLNVAL) g_forever_newest = std::max(g_forever_newest, g_open[i].id);
+        else if (fds[i].revents & (POLLHUP | POLLERR)) close(g_open[i].read_fd);
+        else g_open[kept++] = g_open[i];
+    }
+    g_open_count = kept;
+}
+
+bool due(const Region *r) { return r->snapshot_gen && r->snapshot_gen > newest_open(); }
+} // namespace
+
+bool snapshot_fork_mark() {
+    t_gen = 0;
+    t_write_fd = -1;
+    g_fork_privatising.store(true); // seq_cst, before any pin is read (region.h)
+    if (!lock_unless_held_here(large_lock().native_handle())) return false;
+    bool needed = false;
+    for (Region *r = registry_first(); r && !needed; r = r->next) needed = must_freeze(r) || r->snapshot_gen;
+    const Region *probed = probe_held(); // a probe publishes under the large lock (probe_hold.h)
+    bool wait_probe = false;
+    if (needed) {
+        t_gen = g_next_gen++;
+        open_generation(t_gen);
+        for (Region *r = registry_first(); r; r = r->next) {
+            if (!must_freeze(r)) continue;
+            if (r->pins.load()) { // being resized: the child privatises its own view (the old way)
+                SPW_LOG(debug, "fork: region %p is being resized: the child maps it privately itself", (void *)r->start);
+                continue;
+            }
+            r->is_private = true; // from here every probe's check keeps off it
+            r->snapshot_gen = t_gen;
+            g_live.fetch_add(1);
+            wait_probe = wait_probe || r == probed;
+        }
+    }
+    large_lock().unlock();
+    // A probe that checked r before it was marked may still be unmapping
+    // its pages: on a private mapping that would drop the parent's copies.
+    // When the prober is this very thread, its calls come after the fork:
+    // that region stays shared, and the child privatises its own view.
+    if (wait_probe && !wait_out_probes_unless_mine(probed)) {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r; r = r->next) {
+            if (r != probed || r->snapshot_gen != t_gen) continue;
+            r->is_private = false;
+            r->snapshot_gen = 0;
+            g_live.fetch_sub(1);
+        }
+    }
+    return t_gen != 0;
+}
+
+void snapshot_fork_privatise() {
+    const Region *probed = probe_held();
+    for (Region *r = registry_first(); r; r = r->next) {
+        if (r->snapshot_gen == t_gen && r->is_private) {
+            privatise(r);
+        } else if (must_freeze(r) && !r->pins.load() && r != probed) { // born since the mark
+            r->is_private = true;
+            r->snapshot_gen = t_gen;
+            g_live.fetch_add(1);
+            privatise(r);
+        }
+    }
+}
+
+void snapshot_fork_parent() {
+    if (t_write_fd >= 0) close(t_write_fd); // the children hold it now
+    t_write_fd = -1;
+    if (t_gen) reaper_wake_for_settle();
+    t_gen = 0;
+}
+
+void snapshot_fork_child(bool trusted) {
+    // t_write_fd stays open (close-on-exec): it is what tells the parent
+    // this child still maps its files.
+    t_write_fd = -1;
+    t_gen = 0;
+    for (size_t i = 0; i < g_open_count; i++) close(g_open[i].read_fd);
+    g_open_count = 0;
+    g_forever_newest = 0;
+    for (Region *r = registry_first(); r; r = r->next) r->snapshot_gen = 0;
+    while (Region *r = g_held) {
+        g_held = r->queue_next;
+        if (r->file && !r->file->pool) close_spill_file(r->file); // this child's descriptor only
+        if (trusted) arena::give_back(r->start, r->va_len);       // the parent's range: this child never maps it
+        region_delete(r);
+    }
+    g_live.store(0);
+}
+
+bool snapshot_hold_retired(Region *r) {
+    if (!r->snapshot_gen) return false;
+    g_live.fetch_sub(1);
+    if (r->snapshot_gen > newest_open()) return false;
+    r->queue_next = g_held;
+    g_held = r;
+    return true;
+}
+
+bool snapshot_settle() {
+    Region *release = nullptr;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        end_generations();
+        const uint64_t newest = newest_open();
+        for (Region **p = &g_held; *p;) {
+            Region *r = *p;
+            if (r->snapshot_gen > newest) {
+                *p = r->queue_next;
+                r->queue_next = release;
+                release = r;
+            } else {
+                p = &r->queue_next;
+            }
+        }
+    }
+    while (Region *r = release) {
+        release = r->queue_next;
+        r->queue_next = nullptr;
+        large_release_retired(r);
+    }
+    bool retry = false;
+    for (int round = 0; !retry; round++) {
+        if (round == 64) { // the rest at the next tick
+            retry = true;
+            break;
+        }
+        constexpr size_t kBatch = 32;
+        Region *batch[kBatch];
+        uintptr_t starts[kBatch];
+        size_t n = 0;
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            for (Region *r = registry_first(); r && n < kBatch; r = r->next) {
+                if (!due(r) || r->freed.load()) continue; // a freed one is the retirement's
+                if (r->pins.load()) {
+                    retry = true;
+                    continue;
+                }
+                batch[n] = r;
+                starts[n++] = r->start;
+            }
+        }
+        if (!n) break;
+        for (size_t i = 0; i < n; i++) {
+            int rc = rehome_reshare(batch[i], starts[i], due);
+            if (rc == 0) {
+                g_live.fetch_sub(1);
+            } else if (rc != -ESTALE) {
+                if (rc != -EBUSY) {
+                    static bool warned = false;
+                    if (!warned) {
+                        warned = true;
+                        SPW_LOG(warn, "fork: a region could not be shared again after its children ended (%s); "
+                                      "it stays copy-on-write and is tried again",
+                                strerror(-rc));
+                    }
+                }
+                retry = true;
+            }
+        }
+    }
+    std::lock_guard<std::mutex> guard(large_lock());
+    return g_open_count > 0 || retry;
+}
+
+bool snapshot_regions_live() { return g_live.load(std::memory_order_relaxed) != 0; }
+
+} // namespace spillway

@@ -1,0 +1,72 @@
+// fork_snapshot.h — a fork child sees the parent's large buffers as they
+// were at the fork, whatever the parent writes or frees after it.
+//
+// Why: a child maps each inherited file-backed region privately
+// (large_privatise_inherited), but the file is the parent's. Left shared,
+// the parent's later stores would reach every page the child has not
+// written, and a freed pool range would be punched (zeros) or reused under
+// the child (tests/programs/fork_snapshot). POSIX promises a copy.
+//
+// How (docs/design.md, "Fork snapshots"):
+//  * Prepare turns the parent's own mapping of every shared, unexported
+//    region over a file of its own private (same file, same bytes), so the
+//    file stays as it was: the parent's first store to a page copies it,
+//    as without the shim. Done in prepare, under the locks, because the
+//    parent's other threads run on between fork and the parent's handler.
+//  * A generation per such fork: a pipe whose read end the parent keeps and
+//    whose write end (close-on-exec) every child holds, and grandchildren
+//    inherit with the mappings. End of file: no process that could map the
+//    generation's files is left (an exec or an exit lets go at once).
+//  * A region stays private, and a freed one keeps its file range (neither
+//    punched nor reused) and its addresses, while a generation at or after
+//    the one that made it private is open. Then the reaper's tick writes the
+//    parent's copies back into the file and maps it shared again
+//    (rehome_reshare), and releases what was freed meanwhile.
+//  * While private a region has no tiering, pacing, page probes, recycling
+//    or control API (EPERM), as a fork child's own regions.
+//
+// Invariants: the generation table, Region::snapshot_gen and the held list
+// change only under the large lock. A region with snapshot_gen g is mapped
+// privately in this process and its file range is unchanged since g began.
+// Exported files (a name asked for sharing) and files this process did not
+// create are never made private. A fork from a signal handler that
+// interrupted the shim (fork_safety.h, untrusted) makes no snapshot: the
+// child privatises its view alone, as before.
+#pragma once
+
+#include <cstdint>
+
+namespace spillway {
+
+struct Region;
+
+// Fork's prepare (fork_safety.cpp), trusted: the move and queue locks held,
+// the large lock not yet. Opens a generation if any region must be made
+// private, marks those regions (taking and dropping the large lock) and
+// waits out a page probe on one of them. Returns whether it marked any.
+bool snapshot_fork_mark();
+// Then, under the large lock: maps the marked regions (and any shared one
+// born since) private.
+void snapshot_fork_privatise();
+// The parent's handler: drops the parent's write end; the reaper's tick
+// starts (after every lock is released).
+void snapshot_fork_parent();
+// The child's step (after the registry's): the parent's generations and
+// held ranges are the parent's; this child's regions are plain inherited
+// private ones. trusted: the arena space of held regions is given back.
+void snapshot_fork_child(bool trusted);
+
+// A retirement, under the large lock, after r was unmapped and unlinked:
+// true when a child may still map r's file range; r is then kept (with its
+// arena space) until the tick releases it through large_release_retired.
+bool snapshot_hold_retired(Region *r);
+
+// The tick (reaper.h): ends generations whose children are gone, re-shares
+// the regions and releases the ranges no child maps any more. Returns
+// whether there is still something to wait for.
+bool snapshot_settle();
+// True while some live region is a snapshot (cheap: one atomic load), so
+// the control API can settle first when a child has already let go.
+bool snapshot_regions_live();
+
+} // namespace spillway

@@ -1,0 +1,205 @@
+// test_fork_snapshot.cpp — a fork makes the parent's shared regions private
+// until no child is left: the child keeps its snapshot while the parent
+// writes and frees; a freed region's file range is held, then released; the
+// region is shared again with every byte the parent wrote, and the control
+// API takes it again; a region pinned at the fork and an exported one stay
+// shared; a pin waits while prepare privatises.
+#include "fork_safety.h"
+#include "large/fork_snapshot.h"
+#include "large/large.h"
+#include "registry/arena.h"
+#include "registry/region.h"
+#include "tiering/rehome.h"
+#include "shim_fixture.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace spillway;
+
+namespace {
+
+// The unit-test binary registers no atfork handlers: the test plays them.
+pid_t bare_fork() { return _Fork(); }
+
+// Settles until nothing is left to wait for (the child has ended), at most 5 s.
+bool settled() {
+    for (int i = 0; i < 500; i++) {
+        if (!snapshot_settle()) return true;
+        usleep(10 * 1000);
+    }
+    return false;
+}
+
+bool file_holds(const Region *r, size_t off, size_t n, unsigned char byte) {
+    std::string buf(n, '\0');
+    if (pread(r->file->fd, buf.data(), n, (off_t)(r->file_off + off)) != (ssize_t)n) return false;
+    return buf.find_first_not_of((char)byte) == std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("a fork child keeps its snapshot while the parent writes; then the region is shared with the parent's bytes") {
+    test::bring_up();
+    constexpr size_t kLen = 4 << 20;
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(p);
+    memset(p, 'A', kLen);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    REQUIRE(r->file);
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        close(go[1]);
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t changed = 0;
+        for (size_t i = 0; i < kLen; i++) changed += p[i] != 'A';
+        _exit(changed ? 1 : 0);
+    }
+    fork_parent();
+    close(go[0]);
+    CHECK(r->is_private);
+    CHECK(r->snapshot_gen != 0);
+    CHECK(snapshot_regions_live());
+    memset(p, 'P', kLen / 2);             // copies of the parent's own
+    CHECK(file_holds(r, 0, kLen, 'A'));   // the file is the child's snapshot
+    CHECK(snapshot_settle());             // the child is alive: still waiting
+    CHECK(r->is_private);
+    REQUIRE(write(go[1], "g", 1) == 1);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(go[1]);
+    CHECK(settled());
+    CHECK_FALSE(r->is_private);
+    CHECK(r->snapshot_gen == 0);
+    CHECK_FALSE(snapshot_regions_live());
+    CHECK(file_holds(r, 0, kLen / 2, 'P')); // the parent's copies were written back
+    CHECK(file_holds(r, kLen / 2, kLen / 2, 'A'));
+    p[1] = 'S'; // shared again: a store reaches the file
+    CHECK(file_holds(r, 1, 1, 'S'));
+    large_free(p);
+}
+
+TEST_CASE("a region freed while a child maps it keeps its file range until the child ends") {
+    test::bring_up();
+    constexpr size_t kLen = 2 << 20; // a pool region
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(p);
+    memset(p, 'A', kLen);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    REQUIRE(r->file);
+    REQUIRE(r->file->pool);
+    SpillFile *pool = r->file;
+    const uint64_t off = r->file_off;
+    const uintptr_t start = r->start;
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        close(go[1]);
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t changed = 0;
+        for (size_t i = 0; i < kLen; i++) changed += p[i] != 'A';
+        _exit(changed ? 1 : 0);
+    }
+    fork_parent();
+    close(go[0]);
+    large_retire(r); // as the reaper would, after free()
+    // Held: not punched, and its addresses not handed out again.
+    std::string buf(kLen, '\0');
+    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
+    CHECK(buf.find_first_not_of('A') == std::string::npos);
+    auto *q = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(q);
+    CHECK((uintptr_t)q != start);
+    REQUIRE(write(go[1], "g", 1) == 1);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(go[1]);
+    CHECK(settled());
+    // Released: the range is a hole again.
+    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
+    CHECK(buf.find_first_not_of('\0') == std::string::npos);
+    large_free(q);
+}
+
+TEST_CASE("a child that execs lets go at once: the control API takes the region at its next call") {
+    test::bring_up();
+    constexpr size_t kLen = 4 << 20;
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(p);
+    memset(p, 'A', kLen);
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        execl("/bin/true", "true", (char *)nullptr);
+        _exit(2);
+    }
+    fork_parent();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WEXITSTATUS(status) == 0);
+    RegionView v;
+    REQUIRE(large_view(p, &v)); // settles first
+    CHECK_FALSE(v.is_private);
+    large_free(p);
+}
+
+TEST_CASE("a region pinned at the fork stays shared; a pin waits while prepare privatises") {
+    test::bring_up();
+    constexpr size_t kLen = 4 << 20;
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    {
+        RegionPin pin(r); // a resize under way
+        fork_prepare();
+        pid_t pid = bare_fork();
+        if (pid == 0) {
+            fork_child();
+            _exit(0);
+        }
+        fork_parent();
+        CHECK_FALSE(r->is_private);
+        CHECK(r->snapshot_gen == 0);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    }
+    g_fork_privatising.store(true);
+    std::atomic<bool> pinned{false};
+    std::thread resizer([&] {
+        RegionPin pin(r);
+        pinned = true;
+    });
+    usleep(50 * 1000);
+    CHECK_FALSE(pinned.load());
+    CHECK(r->pins.load() == 0);
+    g_fork_privatising.store(false);
+    resizer.join();
+    CHECK(pinned.load());
+    CHECK(settled());
+    large_free(p);
+}

@@ -219,14 +219,16 @@ void drop_track(Track &t) {
 // Lists live disk regions (one hold of the large lock) and carries over what
 // was known about each. Returns false when the tables cannot be had.
 bool refresh_tracks(uint64_t now) {
-    if (!g_tracks) {
-        g_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
-        g_next_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
-        g_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
-        g_all_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
-        g_publications = (Publication *)mi_malloc(kMaxTracks * sizeof(Publication));
-        if (!g_tracks || !g_next_tracks || !g_runs || !g_publications) return false;
-    }
+    // Each table on its own: a fork child inherits those the parent's
+    // thread had made when the fork came, maybe not all (measured: children
+    // of a forkserver crashed here on a null g_next_tracks), and a failed
+    // allocation is tried again at the next tick.
+    if (!g_tracks) g_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
+    if (!g_next_tracks) g_next_tracks = (Track *)mi_calloc(kMaxTracks, sizeof(Track));
+    if (!g_runs) g_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
+    if (!g_all_runs) g_all_runs = (PageRun *)mi_malloc(kMaxRuns * sizeof(PageRun));
+    if (!g_publications) g_publications = (Publication *)mi_malloc(kMaxTracks * sizeof(Publication));
+    if (!g_tracks || !g_next_tracks || !g_runs || !g_all_runs || !g_publications) return false;
     size_t n = 0;
     g_young_waiting = false;
     {
@@ -1100,6 +1102,9 @@ void sampler_after_fork_child() {
         drop_track(g_tracks[i]);
     }
     g_track_count = 0;
+    // A fork in the middle of the parent's swap of the two tables leaves
+    // both naming one: the next refresh would read what it writes.
+    if (g_next_tracks == g_tracks) g_next_tracks = nullptr;
     g_publication_count = 0;
     g_last_faults = 0;
     g_last_probe_faults = probes_touches();

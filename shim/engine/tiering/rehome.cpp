@@ -915,7 +915,7 @@ constexpr uint64_t kPmPresent = 1ull << 63, kPmSwapped = 1ull << 62, kPmFileOrSh
 // copies (a private mapping's copy-on-write pages: present or swapped, not a
 // file page), consecutive pages in one write. The chunk is read-only: no
 // page can be copied or written meanwhile. 0 or -errno.
-int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off) {
+int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off, size_t *copied) {
     constexpr size_t kBatch = 512;
     uint64_t entries[kBatch];
     const size_t pages = n / kPage;
@@ -923,6 +923,7 @@ int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off) 
     auto flush = [&]() -> int {
         if (!run_len) return 0;
         int rc = write_all(fd, (const char *)(a + run_start * kPage), run_len * kPage, off + (off_t)(run_start * kPage));
+        *copied += run_len * kPage;
         run_len = 0;
         return rc;
     };
@@ -987,21 +988,29 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
         return rc;
     };
     wait_out_probes(r);
-    // A read(2) into a read-only chunk would fail (rehome.h): come back later.
-    if (read_in_flight(start, len)) return done(-EBUSY);
     int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     if (pagemap_fd < 0) return done(-errno);
     install_handler();
     g_region_start.store(start);
     g_region_end.store(start + len);
     int rc = 0;
+    const uint64_t t0 = monotonic_ns();
+    uint64_t longest_ns = 0; // the longest a chunk was read-only
+    size_t copied = 0;       // the parent's copies written into the file
     size_t shared = 0; // [start, start+shared) is mapped shared again
     while (shared < len && rc == 0) {
         const uintptr_t a = start + shared;
         const size_t n = std::min(kChunk, len - shared);
+        // A read(2) into a read-only chunk fails (rehome.h): one blocked in
+        // it now is waited out (100 ms at most; then the next tick tries).
+        for (int i = 0; read_in_flight(a, n) && rc == 0; i++) {
+            if (i == 100) rc = -EBUSY;
+            else usleep(1000);
+        }
         set_chunk(a, a + n); // writers into it wait in on_segv from now on
-        if (mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
-        if (rc == 0) rc = write_back_copies(pagemap_fd, a, n, fd, file_off + (off_t)shared);
+        if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
+        const uint64_t protected_at = monotonic_ns();
+        if (rc == 0) rc = write_back_copies(pagemap_fd, a, n, fd, file_off + (off_t)shared, &copied);
         // The file now holds every byte of the chunk: either mapping of it
         // shows the same bytes.
         if (rc == 0) rc = map_over(a, n, fd, file_off + (off_t)shared, MAP_SHARED);
@@ -1016,16 +1025,22 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
                 SPW_LOG(error, "fork snapshot: could not map region %p privately again after a failed re-share (%s); "
                                "its bytes may be wrong: report this with the log",
                         (void *)start, strerror(-rc));
+            if (rc != -EBUSY)
+                SPW_LOG(debug, "fork snapshot: region %p stays private for now (%s)", (void *)start, strerror(-rc));
         } else {
             shared += n;
         }
         set_chunk(0, 0);
+        longest_ns = std::max(longest_ns, monotonic_ns() - protected_at);
     }
     g_region_start.store(0);
     g_region_end.store(0);
     close(pagemap_fd);
     if (rc == 0) {
         if (advice) madvise((void *)start, len, advice); // a new mapping starts MADV_NORMAL
+        SPW_LOG(debug, "fork snapshot: %zu MiB at %p shared again in %.1f ms, %zu KiB of the parent's copies written "
+                       "back; a chunk was read-only at most %.3f ms",
+                len >> 20, (void *)start, (monotonic_ns() - t0) / 1e6, copied >> 10, longest_ns / 1e6);
         std::lock_guard<std::mutex> guard(large_lock());
         r->is_private = false;
         r->snapshot_gen = 0;

@@ -1,10 +1,12 @@
 // test_reaper.cpp — regions and files handed to the reaper are all retired
 // or closed exactly once, by the thread or (past the backpressure bound)
 // inline, and drain() waits for them; the recycle cache's trim runs on the
-// thread while the cache holds regions, and drain() empties it first.
+// thread while the cache holds regions, and drain() empties it first; the
+// fork snapshot's settle runs every tick while it waits for something.
 #include "backing/backing.h"
 #include "large/large.h"
 #include "backing/reaper.h"
+#include "large/fork_snapshot.h"
 #include "large/recycle.h"
 #include "registry/region.h"
 
@@ -79,4 +81,24 @@ TEST_CASE("the trim runs on the thread while anything is cached, and drain asks 
     CHECK(g_trims_all == 1);
     CHECK(g_left == 0);
     recycle_init(); // the real trim, for the rest of this test binary
+}
+
+static std::atomic<int> g_settles{0}, g_settle_left{0};
+
+TEST_CASE("the fork snapshot's settle runs on the thread every tick until it has nothing to wait for") {
+    reaper_drain();
+    reaper_set_settle([] {
+        g_settles++;
+        if (g_settle_left > 0) g_settle_left--;
+        return g_settle_left > 0;
+    });
+    g_settle_left = 3; // three ticks until the (pretend) children are gone
+    reaper_wake_for_settle();
+    for (int i = 0; i < 200 && g_settle_left > 0; i++) usleep(10 * 1000);
+    CHECK(g_settle_left == 0);
+    CHECK(g_settles >= 3);
+    int ticks = g_settles; // disarmed: no more calls
+    usleep(3 * kTrimTickMs * 1000);
+    CHECK(g_settles == ticks);
+    reaper_set_settle(snapshot_settle); // the real one, for the rest of this test binary
 }

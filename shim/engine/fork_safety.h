@@ -70,8 +70,13 @@
 // work.
 //
 // THE SEQUENCE (fork_safety.cpp). prepare: block every signal, then take
-// locks 1-5 in order (each unless this thread holds it). parent: release
-// what prepare took, 5 down to 1, and restore the mask. child, one thread
+// locks 1-5 in order (each unless this thread holds it); when 1-4 were
+// taken, the parent's snapshot (large/fork_snapshot.h): before 5, the
+// regions to freeze are marked under a brief hold of the large lock and a
+// probe on one of them is waited out (the probes' hold is awaited under 3
+// and 4, never 5); after 5, they are mapped private. parent: release
+// what prepare took, 5 down to 1, then drop the parent's copy of the
+// generation's pipe and arm the reaper's tick, and restore the mask. child, one thread
 // now, trusted unless prepare found a lock held by this thread or the
 // parent was itself untrusted; every subsystem in this order:
 //    1. call sites: the gate and insert lock anew; no capture ever again if
@@ -83,7 +88,9 @@
 //       them: before 4 forgets the pools)
 //    4. backing: the pools forgotten (foreign), their locks anew
 //    5. registry: the large lock anew, and the probes' hold released (its
-//       thread is gone; 8 and 9 retire regions, which wait out a hold)
+//       thread is gone; 8 and 9 retire regions, which wait out a hold); the
+//       fork snapshot's generations and held ranges are the parent's:
+//       forgotten (after 3, which tells the regions the parent froze)
 //    6. prefetch worker: its slots and lock anew, no thread (8 and 9 retire
 //       regions, and a retirement ends the region's stream under that lock,
 //       which the parent's reaper or worker may have held at the fork:

@@ -229,7 +229,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             return line.str();
         }
         r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
-                                    "profile", "callsites", "shm", "tiering", "rule"});
+                                    "profile", "callsites", "shm", "fork", "tiering", "rule"});
         r.size(root, "threshold", "threshold", s.threshold);
         if (root.contains("threshold")) s.threshold_origin = ThresholdOrigin::config;
         r.policy(root, "policy", "policy", s.policy);
@@ -284,6 +284,10 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             r.reject_unknown(*t, "shm.", {"redirect", "min_size"});
             r.boolean(*t, "redirect", "shm.redirect", s.shm_redirect);
             r.size(*t, "min_size", "shm.min_size", s.shm_min);
+        }
+        if (auto *t = r.table(root, "fork")) {
+            r.reject_unknown(*t, "fork.", {"snapshot"});
+            r.boolean(*t, "snapshot", "fork.snapshot", s.fork_snapshot);
         }
         if (auto *t = r.table(root, "tiering")) {
             r.reject_unknown(*t, "tiering.", {"enabled", "min_size", "promote_rate", "interval_ms",
@@ -461,6 +465,8 @@ std::string describe_settings(const Settings &s) {
       << "\npython_depth = " << s.python_depth << "\n\n";
     o << "[shm]\nredirect = " << (s.shm_redirect ? "true" : "false") << "\nmin_size = "
       << quoted(format_size_exact(s.shm_min)) << "\n\n";
+    // Only when off: the text stays what it was for every config without it.
+    if (!s.fork_snapshot) o << "[fork]\nsnapshot = false\n\n";
     const TierSettings &t = s.tiering;
     o << "[tiering]\nenabled = " << (t.enabled ? "true" : "false") << "\nmin_size = "
       << quoted(format_size_exact(t.min_size)) << "\npromote_rate = " << quoted(format_size_exact(t.promote_rate))

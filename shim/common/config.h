@@ -80,6 +80,10 @@ struct Settings {
     // Learning also probes regions whose every page is mapped (page_probes.h).
     bool learn_probe = true;
     bool shm_redirect = true;
+    // A fork child gets a snapshot of the regions it inherits (the parent's
+    // view private until the child ends: large/fork_snapshot.h); false: the
+    // child sees the parent's later writes and frees (docs/limitations.md).
+    bool fork_snapshot = true;
     uint64_t shm_min = 64ull << 20;
     TierSettings tiering;
     std::vector<Rule> rules;

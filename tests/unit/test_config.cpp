@@ -25,6 +25,7 @@ TEST_CASE("defaults are the documented ones") {
     CHECK(s.memory_reserve == 256ull << 20);
     CHECK(s.log_level == LogLevel::warn);
     CHECK(s.shm_redirect);
+    CHECK(s.fork_snapshot);
     CHECK(s.python_depth == 4);
 }
 
@@ -54,6 +55,8 @@ python_depth = 6
 [shm]
 redirect = false
 min_size = "128MiB"
+[fork]
+snapshot = false
 [[rule]]
 match = "scatter_*"
 module = "libtorch*"
@@ -85,13 +88,14 @@ policy = "memory"
     CHECK(s.python_depth == 6);
     CHECK_FALSE(s.shm_redirect);
     CHECK(s.shm_min == 128ull << 20);
+    CHECK_FALSE(s.fork_snapshot);
     REQUIRE(s.rules.size() == 3);
     CHECK(s.rules[2].python == "train.py:build_csr*");
     CHECK(s.rules[0].match == "scatter_*");
     CHECK(s.rules[0].module == "libtorch*");
     CHECK(s.rules[0].policy == Policy::memory);
     CHECK(s.rules[0].access == Access::random);
-    CHECK(s.rules[0].line == 25);
+    CHECK(s.rules[0].line == 27);
     CHECK(s.rules[1].policy == Policy::anon);
 }
 

@@ -9,6 +9,7 @@
 #include "backing/backing.h"
 #include "backing/reaper.h"
 #include "fd_policy.h"
+#include "config.h"
 #include "large/large.h"
 #include "log.h"
 #include "os/lock_unless_held.h"
@@ -131,6 +132,7 @@ bool due(const Region *r) { return r->snapshot_gen && r->snapshot_gen > newest_o
 bool snapshot_fork_mark() {
     t_gen = 0;
     t_write_fd = -1;
+    if (!large_settings().fork_snapshot) return false; // [fork] snapshot = false
     g_fork_privatising.store(true); // seq_cst, before any pin is read (region.h)
     if (!lock_unless_held_here(large_lock().native_handle())) return false;
     bool needed = false;

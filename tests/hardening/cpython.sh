@@ -9,7 +9,9 @@
 #   full:  adds test_io, test_subprocess, test_multiprocessing_forkserver and
 #          test_bigmem with -M 2G (several minutes and GiBs of spill)
 set -euo pipefail
-lib=$1
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${2:-${HARDENING_MODE:-quick}}
 py=/usr/bin/python3

@@ -42,7 +42,9 @@
 # with its engine loaded 73 MB, so the limit cannot go much lower). full
 # runs them as glibc ships them (several minutes).
 set -euo pipefail
-lib=$1
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
 mode=${2:-${HARDENING_MODE:-quick}}
 here=$(cd "$(dirname "$0")" && pwd)
 support=$here/glibc_support

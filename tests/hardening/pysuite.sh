@@ -32,7 +32,10 @@
 # numpy: --available-memory bounds its requires_memory tests (quick 2GB,
 # full 3GB); without it numpy sizes them from MemAvailable and one run took 17 GiB.
 set -euo pipefail
-lib=$1 suite=$2
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
+suite=$2
 here=$(cd "$(dirname "$0")" && pwd)
 mode=${3:-${HARDENING_MODE:-quick}}
 py=/usr/bin/python3

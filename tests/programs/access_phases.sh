@@ -30,7 +30,10 @@
 # reports a skip (exit 77). The mount, loop device and cgroup are removed
 # on any exit (gather_probe.sh does that).
 set -euo pipefail
-lib=$1 probe=$2
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
+probe=$(realpath -s "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" -ne 0 ] || ! command -v losetup >/dev/null || ! command -v mkfs.ext4 >/dev/null ||
    { [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; }; then

@@ -6,7 +6,10 @@
 #  3. under a cgroup limit smaller than the scatter region, the learned
 #     random site falls back to disk with one loud warning.
 set -euo pipefail
-lib=$1 prog=$2
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
+prog=$(realpath -s "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../tools/lib/cgroup.sh"
 dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-sites.XXXXXX)

@@ -3,7 +3,11 @@
 # the process's allocator under the shim: PROGRAM runs clean (exit 0), bare
 # and under the shim, and the shim says once, at info level, who asked.
 set -euo pipefail
-lib=$1 prog=$2 soname=$3
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
+prog=$(realpath -s "$2")
+soname=$3
 here=$(cd "$(dirname "$0")" && pwd)
 unset LD_LIBRARY_PATH # the bare name must be found through PROGRAM's own RUNPATH
 "$prog" "$soname" >/dev/null

@@ -3,7 +3,9 @@
 # ext4 image; a job that needs more than it holds gets a logged fallback
 # ("could not reserve") and finishes correctly: never SIGBUS, never a crash.
 set -euo pipefail
-lib=$1
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-fullfs.XXXXXX)
 mnt="$work/mnt"

@@ -10,7 +10,10 @@
 #     file names the frame);
 #  3. a native frame's name pasted from `spillway sites` matches too.
 set -euo pipefail
-lib=$1 cli=$2
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
+cli=$(realpath -s "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 prog=$here/python_sites.py
 dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-pysites.XXXXXX)

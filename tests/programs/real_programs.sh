@@ -4,7 +4,9 @@
 # CPython with numpy, g++ compiling and running a program, xz -9 round
 # trip, sort -S 256M. Each output is checked against a run without the shim.
 set -euo pipefail
-lib=$1
+# Absolute: a relative path would name nothing once the script changes
+# directory, and LD_PRELOAD would then load no shim, silently.
+lib=$(realpath -s "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-progs.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -42,6 +42,7 @@ enum : unsigned { kStdioList = 1, kCaptureGate = 2, kMove = 4, kQueue = 8, kLarg
 #define SPW_TLS thread_local __attribute__((tls_model("initial-exec")))
 SPW_TLS unsigned t_taken = 0;
 SPW_TLS bool t_interrupted = false; // a lock was held by the forking thread itself
+SPW_TLS bool t_snapshot = false;    // the parent's snapshot was made (large/fork_snapshot.h)
 SPW_TLS sigset_t t_saved_mask;
 bool g_untrusted_child = false;
 } // namespace
@@ -65,10 +66,10 @@ void fork_prepare() {
     // The parent's snapshot (large/fork_snapshot.h), only when every lock
     // so far was taken: an interrupted frame of this thread may be in the
     // middle of a region's update.
-    const bool snapshot = !t_interrupted && snapshot_fork_mark();
+    t_snapshot = !t_interrupted && snapshot_fork_mark();
     if (lock_unless_held_here(large_lock().native_handle())) t_taken |= kLarge; // 5
     else t_interrupted = true;
-    if (snapshot && (t_taken & kLarge)) snapshot_fork_privatise();
+    if (t_snapshot && (t_taken & kLarge)) snapshot_fork_privatise();
     g_fork_privatising.store(false); // the pins it kept waiting may go on
 }
 
@@ -80,7 +81,8 @@ void fork_parent() {
     if (t_taken & kCaptureGate) callsite_fork_parent();
     if (t_taken & kStdioList) _IO_list_unlock();
     t_taken = 0;
-    snapshot_fork_parent(); // after the locks: it may start the reaper's thread
+    snapshot_fork_parent(t_snapshot); // after the locks: it may start the reaper's thread
+    t_snapshot = false;
     pthread_sigmask(SIG_SETMASK, &t_saved_mask, nullptr);
     errno = saved_errno;
 }

@@ -2,8 +2,9 @@
 // until no child is left: the child keeps its snapshot while the parent
 // writes and frees; a freed region's file range is held, then released; the
 // region is shared again with every byte the parent wrote, and the control
-// API takes it again; a region pinned at the fork and an exported one stay
-// shared; a pin waits while prepare privatises.
+// API takes it again; a region pinned at the fork stays
+// shared; a pin waits while prepare privatises; only a fork that left a
+// region shared keeps the tiering loop off older regions.
 #include "fork_safety.h"
 #include "large/fork_snapshot.h"
 #include "large/large.h"
@@ -201,5 +202,39 @@ TEST_CASE("a region pinned at the fork stays shared; a pin waits while prepare p
     resizer.join();
     CHECK(pinned.load());
     CHECK(settled());
+    large_free(p);
+}
+
+TEST_CASE("only a fork that left a region shared keeps the tiering loop off the regions born before it") {
+    test::bring_up();
+    constexpr size_t kLen = 4 << 20;
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    REQUIRE(p);
+    memset(p, 1, kLen);
+    const uint64_t before = last_shared_fork_ns();
+    fork_prepare(); // frozen: the region is private while the child lives
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        _exit(0);
+    }
+    fork_parent();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(last_shared_fork_ns() == before);
+    CHECK(settled());
+    large_lock().lock(); // untrusted: the fork interrupted the large lock's holder, nothing is frozen
+    fork_prepare();
+    pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        _exit(0);
+    }
+    fork_parent();
+    large_lock().unlock();
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(last_shared_fork_ns() > before);
+    CHECK_FALSE(arena::region_at(p)->is_private);
     large_free(p);
 }

@@ -49,6 +49,7 @@ std::atomic<size_t> g_live{0}; // live regions with snapshot_gen set
 #define SPW_TLS thread_local __attribute__((tls_model("initial-exec")))
 SPW_TLS uint64_t t_gen = 0; // the generation this fork opened, or 0
 SPW_TLS int t_write_fd = -1;
+SPW_TLS bool t_left_shared = false; // a region a child maps was not frozen
 
 uint64_t newest_open() {
     uint64_t newest = g_forever_newest;
@@ -58,12 +59,13 @@ uint64_t newest_open() {
 
 // A shared mapping over a file this process made and did not name: the
 // parent's stores and frees would reach a child's view of it.
-bool must_freeze(const Region *r) {
-    return r->file && !r->is_private && !r->freed.load() && !r->file->foreign && !r->file->exported[0] &&
-           !r->moving.load();
+bool may_freeze(const Region *r) {
+    return r->file && !r->is_private && !r->freed.load() && !r->file->foreign && !r->file->exported[0];
 }
 
-void open_generation(uint64_t id) {
+// Opens this fork's generation (t_gen): a pipe, or open for good.
+void open_generation() {
+    const uint64_t id = t_gen = g_next_gen++;
     int fds[2];
     if (g_open_count < kMaxGenerations && syscall(SYS_pipe2, fds, O_CLOEXEC) == 0) {
         g_open[g_open_count++] = {id, move_high(fds[0])};
@@ -103,6 +105,7 @@ void privatise(Region *r) {
     SPW_LOG(warn, "fork: region %p stays shared with the child (%s): the child sees the parent's later "
                   "writes to it; raise vm.max_map_count (sysctl)",
             (void *)r->start, strerror(err));
+    t_left_shared = true;
     r->is_private = false;
     r->snapshot_gen = 0;
     g_live.fetch_sub(1);
@@ -132,27 +135,32 @@ bool due(const Region *r) { return r->snapshot_gen && r->snapshot_gen > newest_o
 bool snapshot_fork_mark() {
     t_gen = 0;
     t_write_fd = -1;
-    if (!large_settings().fork_snapshot) return false; // [fork] snapshot = false
+    t_left_shared = false;
+    if (!large_settings().fork_snapshot) { // [fork] snapshot = false
+        t_left_shared = true;
+        return false;
+    }
     g_fork_privatising.store(true); // seq_cst, before any pin is read (region.h)
-    if (!lock_unless_held_here(large_lock().native_handle())) return false;
+    if (!lock_unless_held_here(large_lock().native_handle())) {
+        t_left_shared = true;
+        return false;
+    }
     bool needed = false;
-    for (Region *r = registry_first(); r && !needed; r = r->next) needed = must_freeze(r) || r->snapshot_gen;
+    for (Region *r = registry_first(); r && !needed; r = r->next) needed = may_freeze(r) || r->snapshot_gen;
     const Region *probed = probe_held(); // a probe publishes under the large lock (probe_hold.h)
     bool wait_probe = false;
-    if (needed) {
-        t_gen = g_next_gen++;
-        open_generation(t_gen);
-        for (Region *r = registry_first(); r; r = r->next) {
-            if (!must_freeze(r)) continue;
-            if (r->pins.load()) { // being resized: the child privatises its own view (the old way)
-                SPW_LOG(debug, "fork: region %p is being resized: the child maps it privately itself", (void *)r->start);
-                continue;
-            }
-            r->is_private = true; // from here every probe's check keeps off it
-            r->snapshot_gen = t_gen;
-            g_live.fetch_add(1);
-            wait_probe = wait_probe || r == probed;
+    if (needed) open_generation();
+    for (Region *r = registry_first(); r && needed; r = r->next) {
+        if (!may_freeze(r)) continue;
+        if (r->pins.load() || r->moving.load()) { // being resized: the child privatises its own view (the old way)
+            SPW_LOG(debug, "fork: region %p is being resized: the child maps it privately itself", (void *)r->start);
+            t_left_shared = true;
+            continue;
         }
+        r->is_private = true; // from here every probe's check keeps off it
+        r->snapshot_gen = t_gen;
+        g_live.fetch_add(1);
+        wait_probe = wait_probe || r == probed;
     }
     large_lock().unlock();
     // A probe that checked r before it was marked may still be unmapping
@@ -166,17 +174,23 @@ bool snapshot_fork_mark() {
             r->is_private = false;
             r->snapshot_gen = 0;
             g_live.fetch_sub(1);
+            t_left_shared = true;
         }
     }
-    return t_gen != 0;
+    return true;
 }
 
 void snapshot_fork_privatise() {
     const Region *probed = probe_held();
     for (Region *r = registry_first(); r; r = r->next) {
-        if (r->snapshot_gen == t_gen && r->is_private) {
+        if (r->snapshot_gen && r->snapshot_gen == t_gen && r->is_private) {
             privatise(r);
-        } else if (must_freeze(r) && !r->pins.load() && r != probed) { // born since the mark
+        } else if (may_freeze(r)) { // born since the mark
+            if (r->pins.load() || r->moving.load() || r == probed) {
+                t_left_shared = true;
+                continue;
+            }
+            if (!t_gen) open_generation();
             r->is_private = true;
             r->snapshot_gen = t_gen;
             g_live.fetch_add(1);
@@ -185,11 +199,15 @@ void snapshot_fork_privatise() {
     }
 }
 
-void snapshot_fork_parent() {
+void snapshot_fork_parent(bool attempted) {
     if (t_write_fd >= 0) close(t_write_fd); // the children hold it now
     t_write_fd = -1;
     if (t_gen) reaper_wake_for_settle();
+    // A child maps, from this process's files, a region that was not
+    // frozen: such regions must never move (rehome.h).
+    if (t_left_shared || !attempted) note_fork_left_shared();
     t_gen = 0;
+    t_left_shared = false;
 }
 
 void snapshot_fork_child(bool trusted) {

@@ -43,14 +43,18 @@ struct Region;
 // Fork's prepare (fork_safety.cpp), trusted: the move and queue locks held,
 // the large lock not yet. Opens a generation if any region must be made
 // private, marks those regions (taking and dropping the large lock) and
-// waits out a page probe on one of them. Returns whether it marked any.
+// waits out a page probe on one of them. Returns false when no snapshot is
+// made ([fork] snapshot = false, or this thread holds the large lock).
 bool snapshot_fork_mark();
 // Then, under the large lock: maps the marked regions (and any shared one
 // born since) private.
 void snapshot_fork_privatise();
-// The parent's handler: drops the parent's write end; the reaper's tick
-// starts (after every lock is released).
-void snapshot_fork_parent();
+// The parent's handler, after every lock is released: drops the parent's
+// write end and starts the reaper's tick. attempted: prepare called
+// snapshot_fork_mark and it returned true; when not, or when a region a
+// child maps was left shared, the tiering loop keeps off the regions born
+// before this fork (rehome.h, note_fork_left_shared).
+void snapshot_fork_parent(bool attempted);
 // The child's step (after the registry's): the parent's generations and
 // held ranges are the parent's; this child's regions are plain inherited
 // private ones. trusted: the arena space of held regions is given back.

@@ -44,6 +44,7 @@ constexpr size_t kChunk = size_t(16) << 20;
 
 std::mutex g_move_lock;
 std::atomic<uint64_t> g_last_fork_ns{0};
+std::atomic<uint64_t> g_last_shared_fork_ns{0};
 uint64_t g_forked_at_ns = 0;
 // An untrusted fork child (fork_safety.h): inherited regions stay as they are.
 bool g_untrusted = false;
@@ -1106,6 +1107,8 @@ void rehome_fork_parent() {
 }
 
 uint64_t last_fork_ns() { return g_last_fork_ns.load(); }
+void note_fork_left_shared() { g_last_shared_fork_ns.store(monotonic_ns()); }
+uint64_t last_shared_fork_ns() { return g_last_shared_fork_ns.load(); }
 uint64_t forked_at_ns() { return g_forked_at_ns; }
 
 void rehome_after_fork_child(bool trusted) {
@@ -1113,6 +1116,7 @@ void rehome_after_fork_child(bool trusted) {
     new (&g_move_lock) std::mutex();
     g_forked_at_ns = monotonic_ns();
     g_last_fork_ns.store(0); // this process has not forked yet
+    g_last_shared_fork_ns.store(0);
     uffd::forget_level();    // its first move asks again (a child may have added a seccomp filter)
     // A move this thread was making when a signal handler forked (only a
     // synchronous signal can: the mover blocks the others). Its mover never

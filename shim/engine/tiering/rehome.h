@@ -174,6 +174,14 @@ void rehome_after_fork_child(bool trusted); // untrusted: nothing moves from now
 // maps file-backed regions born before it from the same files, privately:
 // moving one would punch or drop bytes the child may still read.
 uint64_t last_fork_ns();
+// When this process last forked a child that maps, from this process's own
+// files, a region that fork did not freeze (large/fork_snapshot.h: [fork]
+// snapshot off, a fork from a signal handler, a region being resized): a
+// region born before it must never move, since moving punches or drops the
+// file range that child reads. A frozen region needs no such rule: it is
+// private while any child maps it, and moves again once it is shared.
+void note_fork_left_shared();
+uint64_t last_shared_fork_ns();
 // In a fork child: when it was forked (0 in a process that is no child of a
 // shim process). Regions born before are inherited and never moved here.
 uint64_t forked_at_ns();

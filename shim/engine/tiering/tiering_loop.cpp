@@ -155,8 +155,10 @@ unsigned snapshot(Snapshot *out, uint64_t min_size) {
         // parent's bytes (its files, or copies the parent may also move).
         if (r->born_ns < inherited_before) continue;
         // A fork child maps the files of regions born before it, privately:
-        // a pool range would be punched, a memfd punched while moving.
-        if (r->file && r->born_ns < last_fork_ns() && (r->file->pool || r->backing == Backing::memory))
+        // a pool range would be punched, a memfd punched while moving. A
+        // region the fork froze is private (skipped above) while a child
+        // lives; only one it left shared keeps off for good.
+        if (r->file && r->born_ns < last_shared_fork_ns() && (r->file->pool || r->backing == Backing::memory))
             continue;
         TierCandidate c;
         c.start = r->start;

@@ -36,6 +36,38 @@ bool settled() {
     return false;
 }
 
+// Forks (playing prepare, parent and child) a child that waits for the
+// parent's go, then exits 0 when it sees all len bytes of p still 'A'.
+// Returns its pid; *go_w: the parent's end of the go pipe.
+pid_t fork_checking_child(const unsigned char *p, size_t len, int *go_w) {
+    int go[2];
+    if (pipe(go) != 0) return -1;
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        close(go[1]);
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t changed = 0;
+        for (size_t i = 0; i < len; i++) changed += p[i] != 'A';
+        _exit(changed ? 1 : 0);
+    }
+    fork_parent();
+    close(go[0]);
+    *go_w = go[1];
+    return pid;
+}
+
+// Gives the child its go and returns its exit status (-1: it did not exit).
+int child_status(pid_t pid, int go_w) {
+    int status = 0;
+    bool sent = write(go_w, "g", 1) == 1;
+    close(go_w);
+    if (!sent || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
 bool file_holds(const Region *r, size_t off, size_t n, unsigned char byte) {
     std::string buf(n, '\0');
     if (pread(r->file->fd, buf.data(), n, (off_t)(r->file_off + off)) != (ssize_t)n) return false;
@@ -54,21 +86,9 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
     Region *r = arena::region_at(p);
     REQUIRE(r);
     REQUIRE(r->file);
-    int go[2];
-    REQUIRE(pipe(go) == 0);
-    fork_prepare();
-    pid_t pid = bare_fork();
-    if (pid == 0) {
-        fork_child();
-        close(go[1]);
-        char byte;
-        if (read(go[0], &byte, 1) != 1) _exit(2);
-        size_t changed = 0;
-        for (size_t i = 0; i < kLen; i++) changed += p[i] != 'A';
-        _exit(changed ? 1 : 0);
-    }
-    fork_parent();
-    close(go[0]);
+    int go_w = -1;
+    pid_t pid = fork_checking_child(p, kLen, &go_w);
+    REQUIRE(pid > 0);
     CHECK(r->is_private);
     CHECK(r->snapshot_gen != 0);
     CHECK(snapshot_regions_live());
@@ -76,12 +96,7 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
     CHECK(file_holds(r, 0, kLen, 'A'));   // the file is the child's snapshot
     CHECK(snapshot_settle());             // the child is alive: still waiting
     CHECK(r->is_private);
-    REQUIRE(write(go[1], "g", 1) == 1);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    close(go[1]);
+    CHECK(child_status(pid, go_w) == 0);
     CHECK(settled());
     CHECK_FALSE(r->is_private);
     CHECK(r->snapshot_gen == 0);
@@ -107,21 +122,9 @@ TEST_CASE("a region freed while a child maps it keeps its file range until the c
     SpillFile *pool = r->file;
     const uint64_t off = r->file_off;
     const uintptr_t start = r->start;
-    int go[2];
-    REQUIRE(pipe(go) == 0);
-    fork_prepare();
-    pid_t pid = bare_fork();
-    if (pid == 0) {
-        fork_child();
-        close(go[1]);
-        char byte;
-        if (read(go[0], &byte, 1) != 1) _exit(2);
-        size_t changed = 0;
-        for (size_t i = 0; i < kLen; i++) changed += p[i] != 'A';
-        _exit(changed ? 1 : 0);
-    }
-    fork_parent();
-    close(go[0]);
+    int go_w = -1;
+    pid_t pid = fork_checking_child(p, kLen, &go_w);
+    REQUIRE(pid > 0);
     large_retire(r); // as the reaper would, after free()
     // Held: not punched, and its addresses not handed out again.
     std::string buf(kLen, '\0');
@@ -130,12 +133,7 @@ TEST_CASE("a region freed while a child maps it keeps its file range until the c
     auto *q = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
     REQUIRE(q);
     CHECK((uintptr_t)q != start);
-    REQUIRE(write(go[1], "g", 1) == 1);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    close(go[1]);
+    CHECK(child_status(pid, go_w) == 0);
     CHECK(settled());
     // Released: the range is a hole again.
     REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);

@@ -117,27 +117,27 @@ bool can_queue() {
 }
 } // namespace
 
-void reaper_wake_for_trim() {
+namespace {
+// Arms one of the thread's ticks (the trim's or the settle's) and wakes the
+// thread if that tick was not armed yet.
+void arm_tick(bool &armed, unsigned long &gen) {
     pthread_mutex_lock(&g_queue_lock);
-    g_trim_gen++;
-    bool sleeping = !g_trim_armed;
-    g_trim_armed = true;
-    // Without a thread the cache is aged by the next free and trimmed by
-    // reaper_drain (recycle.cpp); nothing is leaked, only kept longer.
+    gen++;
+    bool sleeping = !armed;
+    armed = true;
     if (can_queue() && sleeping) pthread_cond_signal(&g_wake);
     pthread_mutex_unlock(&g_queue_lock);
 }
+} // namespace
 
+// Without a thread the cache is aged by the next free and trimmed by
+// reaper_drain (recycle.cpp); nothing is leaked, only kept longer.
+void reaper_wake_for_trim() { arm_tick(g_trim_armed, g_trim_gen); }
+
+// Without a thread nothing is re-shared until a control call settles
+// (large_aware.cpp): the regions stay private, which is correct.
 void reaper_wake_for_settle() {
-    if (!g_settle) return;
-    pthread_mutex_lock(&g_queue_lock);
-    g_settle_gen++;
-    bool sleeping = !g_settle_armed;
-    g_settle_armed = true;
-    // Without a thread nothing is re-shared until a control call settles
-    // (large_aware.cpp): the regions stay private, which is correct.
-    if (can_queue() && sleeping) pthread_cond_signal(&g_wake);
-    pthread_mutex_unlock(&g_queue_lock);
+    if (g_settle) arm_tick(g_settle_armed, g_settle_gen);
 }
 
 void reaper_submit_file(SpillFile *f) {

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <functional>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -59,6 +60,30 @@ pid_t fork_checking_child(const unsigned char *p, size_t len, int *go_w) {
     return pid;
 }
 
+// Forks (playing the handlers) a child that runs in_child, then exits 0;
+// returns its exit status once it has ended (-1: it did not exit).
+int forked(const std::function<void()> &in_child) {
+    fork_prepare();
+    pid_t pid = bare_fork();
+    if (pid == 0) {
+        fork_child();
+        in_child();
+        _exit(0);
+    }
+    fork_parent();
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+// A region of len bytes, each `byte`.
+unsigned char *filled_region(size_t len, unsigned char byte) {
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(len, 0, 0, &use_small);
+    if (p) memset(p, byte, len);
+    return p;
+}
+
 // Gives the child its go and returns its exit status (-1: it did not exit).
 int child_status(pid_t pid, int go_w) {
     int status = 0;
@@ -79,10 +104,8 @@ bool file_holds(const Region *r, size_t off, size_t n, unsigned char byte) {
 TEST_CASE("a fork child keeps its snapshot while the parent writes; then the region is shared with the parent's bytes") {
     test::bring_up();
     constexpr size_t kLen = 4 << 20;
-    bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *p = filled_region(kLen, 'A');
     REQUIRE(p);
-    memset(p, 'A', kLen);
     Region *r = arena::region_at(p);
     REQUIRE(r);
     REQUIRE(r->file);
@@ -111,10 +134,8 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
 TEST_CASE("a region freed while a child maps it keeps its file range until the child ends") {
     test::bring_up();
     constexpr size_t kLen = 2 << 20; // a pool region
-    bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *p = filled_region(kLen, 'A');
     REQUIRE(p);
-    memset(p, 'A', kLen);
     Region *r = arena::region_at(p);
     REQUIRE(r);
     REQUIRE(r->file);
@@ -130,7 +151,7 @@ TEST_CASE("a region freed while a child maps it keeps its file range until the c
     std::string buf(kLen, '\0');
     REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
     CHECK(buf.find_first_not_of('A') == std::string::npos);
-    auto *q = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *q = filled_region(kLen, 0);
     REQUIRE(q);
     CHECK((uintptr_t)q != start);
     CHECK(child_status(pid, go_w) == 0);
@@ -144,21 +165,12 @@ TEST_CASE("a region freed while a child maps it keeps its file range until the c
 TEST_CASE("a child that execs lets go at once: the control API takes the region at its next call") {
     test::bring_up();
     constexpr size_t kLen = 4 << 20;
-    bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *p = filled_region(kLen, 'A');
     REQUIRE(p);
-    memset(p, 'A', kLen);
-    fork_prepare();
-    pid_t pid = bare_fork();
-    if (pid == 0) {
-        fork_child();
-        execl("/bin/true", "true", (char *)nullptr);
-        _exit(2);
-    }
-    fork_parent();
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(forked([] {
+              execl("/bin/true", "true", (char *)nullptr);
+              _exit(2);
+          }) == 0);
     RegionView v;
     REQUIRE(large_view(p, &v)); // settles first
     CHECK_FALSE(v.is_private);
@@ -168,24 +180,15 @@ TEST_CASE("a child that execs lets go at once: the control API takes the region 
 TEST_CASE("a region pinned at the fork stays shared; a pin waits while prepare privatises") {
     test::bring_up();
     constexpr size_t kLen = 4 << 20;
-    bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *p = filled_region(kLen, 1);
     REQUIRE(p);
     Region *r = arena::region_at(p);
     REQUIRE(r);
     {
         RegionPin pin(r); // a resize under way
-        fork_prepare();
-        pid_t pid = bare_fork();
-        if (pid == 0) {
-            fork_child();
-            _exit(0);
-        }
-        fork_parent();
+        CHECK(forked([] {}) == 0);
         CHECK_FALSE(r->is_private);
         CHECK(r->snapshot_gen == 0);
-        int status = 0;
-        REQUIRE(waitpid(pid, &status, 0) == pid);
     }
     g_fork_privatising.store(true);
     std::atomic<bool> pinned{false};
@@ -206,32 +209,16 @@ TEST_CASE("a region pinned at the fork stays shared; a pin waits while prepare p
 TEST_CASE("only a fork that left a region shared keeps the tiering loop off the regions born before it") {
     test::bring_up();
     constexpr size_t kLen = 4 << 20;
-    bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(kLen, 0, 0, &use_small);
+    auto *p = filled_region(kLen, 1);
     REQUIRE(p);
-    memset(p, 1, kLen);
     const uint64_t before = last_shared_fork_ns();
-    fork_prepare(); // frozen: the region is private while the child lives
-    pid_t pid = bare_fork();
-    if (pid == 0) {
-        fork_child();
-        _exit(0);
-    }
-    fork_parent();
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(forked([] {}) == 0); // frozen: the region is private while the child lives
     CHECK(last_shared_fork_ns() == before);
     CHECK(settled());
     large_lock().lock(); // untrusted: the fork interrupted the large lock's holder, nothing is frozen
-    fork_prepare();
-    pid = bare_fork();
-    if (pid == 0) {
-        fork_child();
-        _exit(0);
-    }
-    fork_parent();
+    int status = forked([] {});
     large_lock().unlock();
-    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(status == 0);
     CHECK(last_shared_fork_ns() > before);
     CHECK_FALSE(arena::region_at(p)->is_private);
     large_free(p);

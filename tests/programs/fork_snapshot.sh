@@ -3,7 +3,7 @@
 # disk and memory regions: a child sees its regions as they were at the
 # fork when the parent overwrites or frees one, and the parent's region is
 # shared again with every byte it wrote (also while a thread writes it, and
-# at once after a child's exec). Exits 1 when any mode failed; 99 (a broken
+# at once after a child's exec, and after 200 forks in a row). Exits 1 when any mode failed; 99 (a broken
 # test: meson reports an error) when the program fails without the shim or
 # ends otherwise.
 set -euo pipefail
@@ -12,11 +12,11 @@ dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-snapshot.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 bad=0
 # Without the shim first: the program itself must pass.
-for mode in overwrite free reshare exec busy; do
+for mode in overwrite free reshare exec busy many; do
   "$prog" $mode || { echo "fork_snapshot.sh: the program fails without the shim ($mode): a broken test" >&2; exit 99; }
 done
 for policy in disk memory; do
-  for mode in overwrite free reshare exec busy; do
+  for mode in overwrite free reshare exec busy many; do
     status=0
     timeout -s KILL 60 env LD_PRELOAD="$lib" SPILLWAY_DIR="$dir" SPILLWAY_THRESHOLD=1MiB SPILLWAY_POLICY=$policy \
         "$prog" $mode || status=$?

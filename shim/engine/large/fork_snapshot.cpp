@@ -63,9 +63,15 @@ bool may_freeze(const Region *r) {
     return r->file && !r->is_private && !r->freed.load() && !r->file->foreign && !r->file->exported[0];
 }
 
-// Opens this fork's generation (t_gen): a pipe, or open for good.
+void end_generations();
+
+// Opens this fork's generation (t_gen): a pipe, or open for good. Large
+// lock held. A full table is first rid of the generations already ended:
+// the tick that ends them comes every 250 ms, and a forkserver can fork
+// more children than the table holds, each gone at once, in less.
 void open_generation() {
     const uint64_t id = t_gen = g_next_gen++;
+    if (g_open_count == kMaxGenerations) end_generations();
     int fds[2];
     if (g_open_count < kMaxGenerations && syscall(SYS_pipe2, fds, O_CLOEXEC) == 0) {
         g_open[g_open_count++] = {id, move_high(fds[0])};

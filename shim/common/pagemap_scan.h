@@ -30,6 +30,7 @@ constexpr unsigned long kScanIoctl = _IOWR('f', 16, ScanArg); // PAGEMAP_SCAN
 constexpr uint64_t kPageIsWritten = 1u << 1;
 constexpr uint64_t kPageIsFile = 1u << 2; // present and not anonymous: page cache, shmem/memfd
 constexpr uint64_t kPageIsPresent = 1u << 3;
+constexpr uint64_t kPageIsSwapped = 1u << 4; // a swap entry: swapped out, migrating, or a userfaultfd marker
 constexpr uint64_t kPageIsPfnZero = 1u << 5; // the shared zero page: no memory of its own, not in smaps Rss
 constexpr uint64_t kPageIsHuge = 1u << 6;
 

@@ -25,11 +25,12 @@
 namespace spillway::pagemap {
 
 // What to ask of the kernel: the range [start, end) (page-aligned), which
-// pages to return (category_mask: all of these categories), which
-// categories to report on each run (return_mask), and PM_SCAN_* flags.
+// pages to return (category_mask: all of these categories; anyof_mask: at
+// least one of these, unless 0), which categories to report on each run
+// (return_mask), and PM_SCAN_* flags.
 struct ScanRequest {
     uint64_t start = 0, end = 0;
-    uint64_t category_mask = 0, return_mask = 0;
+    uint64_t category_mask = 0, return_mask = 0, anyof_mask = 0;
     uint64_t flags = 0;
 };
 
@@ -54,6 +55,7 @@ int walk_runs(int pagemap_fd, const ScanRequest &request, PageRegion *buffer, ui
         arg.vec = (uint64_t)(uintptr_t)buffer;
         arg.vec_len = capacity;
         arg.category_mask = request.category_mask;
+        arg.category_anyof_mask = request.anyof_mask;
         arg.return_mask = request.return_mask;
         long got = ioctl(pagemap_fd, kScanIoctl, &arg);
         if (got < 0) return -errno;

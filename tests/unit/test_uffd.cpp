@@ -1,8 +1,10 @@
 // test_uffd.cpp — the userfaultfd probe agrees with what the kernel grants
 // this process, PAGEMAP_SCAN finds exactly the pages written since they
 // were write-protected: by the CPU and by the kernel (pread into them), on
-// anonymous memory, a memfd and a file of the spill directory's filesystem,
-// and unregistering a range leaves no thread waiting in it.
+// anonymous memory, a memfd and a file of the spill directory's filesystem;
+// on a private mapping of a file, the step that starts tracking lists
+// exactly the process's own copies and later scans skip pages with no
+// entry; and unregistering a range leaves no thread waiting in it.
 #include "threads_progress.h"
 #include "shim_fixture.h"
 
@@ -138,6 +140,55 @@ TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and
         if (fd >= 0) close(fd);
     }
     close(src);
+}
+
+TEST_CASE("on a private file mapping, the protecting scan lists exactly the copies, and later scans the pages written") {
+    test::bring_up();
+    if (granted() == uffd::Level::none) {
+        CHECK(uffd::level() == uffd::Level::none);
+        return;
+    }
+    const size_t page = 4096, n = 64 * page;
+    for (int kind = 1; kind < 3; kind++) {
+        INFO((kind == 1 ? "memfd" : "file in the spill directory"));
+        int fd = kind == 1 ? memfd_create("test_uffd", MFD_CLOEXEC)
+                           : open(test::settings().spill_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        REQUIRE(fd >= 0);
+        std::vector<char> bytes(n, 7);
+        REQUIRE(pwrite(fd, bytes.data(), n, 0) == (ssize_t)n);
+        char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        REQUIRE(p != MAP_FAILED);
+        volatile char sink = 0;
+        for (size_t i = 0; i < 16 * page; i += page) sink = sink + p[i]; // pages 0-15: the file's, mapped
+        p[4 * page] = 1;                                                  // copies: 4, 20-21, 40
+        p[20 * page] = 1;
+        p[21 * page] = 1;
+        p[40 * page] = 1;                                                 // pages 41-63: no entry
+        int u = uffd::open_context(uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem,
+                                   uffd::level() != uffd::Level::full);
+        REQUIRE(u >= 0);
+        int pm = uffd::open_pagemap();
+        REQUIRE(pm >= 0);
+        REQUIRE(uffd::register_range(u, (uintptr_t)p, n, uffd::kModeWp) == 0);
+        std::vector<uffd::Range> copies, none, written;
+        REQUIRE(uffd::protect_listing_copies(pm, (uintptr_t)p, n, copies) == 0);
+        CHECK(pages(copies, (uintptr_t)p) == "4-4 20-21 40-40 ");
+        REQUIRE(uffd::scan_written(pm, (uintptr_t)p, n, true, none, true) == 0);
+        CHECK(none.empty()); // every page with an entry was protected; the others are not reported
+        p[2 * page] = 2;                                                           // a mapped file page: a copy now
+        p[4 * page] = 2;                                                           // a copy written again
+        p[50 * page] = 2;                                                          // no entry before
+        REQUIRE(pread(fd, p + 30 * page, page, 0) == (ssize_t)page);               // the kernel's store
+        sink = sink + p[60 * page];                                                // a read: the file's page
+        REQUIRE(uffd::scan_written(pm, (uintptr_t)p, n, true, written, true) == 0);
+        // Page 60 is mapped unprotected by its read, so it counts as
+        // written: a copy of the file's own bytes, harmless.
+        CHECK(pages(written, (uintptr_t)p) == "2-2 4-4 30-30 50-50 60-60 ");
+        munmap(p, n);
+        close(pm);
+        close(u);
+        close(fd);
+    }
 }
 
 TEST_CASE("unregistering a range wakes every thread waiting in it, one whose fault began meanwhile too") {

@@ -240,7 +240,7 @@ int open_pagemap() {
     return fd < 0 ? -errno : move_high(fd);
 }
 
-int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out) {
+int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out, bool entries_only) {
     pagemap::PageRegion vec[128];
     pagemap::ScanRequest request;
     request.start = at;
@@ -248,9 +248,30 @@ int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vec
     request.flags = kScanCheckWpAsync | (reprotect ? kScanWpMatching : 0);
     request.category_mask = kPageIsWritten;
     request.return_mask = kPageIsWritten;
+    // A page with no entry and no marker is written to the kernel (both
+    // paths, Linux 6.18): only pages with an entry are asked for.
+    if (entries_only) request.anyof_mask = pagemap::kPageIsPresent | pagemap::kPageIsSwapped;
     return pagemap::walk_runs(pagemap, request, vec, sizeof vec / sizeof vec[0], [&](const pagemap::PageRegion &run) {
         if (!out.empty() && out.back().end == run.start) out.back().end = run.end;
         else out.push_back({(uintptr_t)run.start, (uintptr_t)run.end});
+        return true;
+    });
+}
+
+int protect_listing_copies(int pagemap, uintptr_t at, size_t len, std::vector<Range> &copies) {
+    pagemap::PageRegion vec[128];
+    pagemap::ScanRequest request;
+    request.start = at;
+    request.end = at + len;
+    request.flags = kScanCheckWpAsync | kScanWpMatching;
+    request.anyof_mask = pagemap::kPageIsPresent | pagemap::kPageIsSwapped;
+    request.return_mask = pagemap::kPageIsPresent | pagemap::kPageIsFile | pagemap::kPageIsSwapped;
+    return pagemap::walk_runs(pagemap, request, vec, sizeof vec / sizeof vec[0], [&](const pagemap::PageRegion &run) {
+        const bool own = (run.categories & pagemap::kPageIsSwapped) ||
+                         ((run.categories & pagemap::kPageIsPresent) && !(run.categories & pagemap::kPageIsFile));
+        if (!own) return true;
+        if (!copies.empty() && copies.back().end == run.start) copies.back().end = run.end;
+        else copies.push_back({(uintptr_t)run.start, (uintptr_t)run.end});
         return true;
     });
 }

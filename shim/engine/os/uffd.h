@@ -81,6 +81,24 @@ int open_pagemap();
 // the caller reads it again: through the file, a fault, which the range
 // must be able to take (move_tracked.cpp last_step). Checked on each kernel
 // by test_move_tracked.cpp; docs/moves.md has the kernel's paths.
-int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out);
+// entries_only: the range was started by protect_listing_copies (no
+// markers): a page with no entry is not reported (the kernel would: to it a
+// page with neither entry nor marker is written), being a file page never
+// mapped since, or one the program dropped (its bytes are the file's).
+int scan_written(int pagemap, uintptr_t at, size_t len, bool reprotect, std::vector<Range> &out,
+                 bool entries_only = false);
+
+// Starts tracking a range of a private file mapping, registered for
+// asynchronous write protection, and says which of its pages are this
+// process's own copies, in one step that cannot miss a copy: under each
+// page table's lock, every page with an entry (present or swapped) is
+// reported as it was and write-protected, so a copy made before is listed
+// and one made after is written (scan_written). Appends to `copies` the
+// runs of copies: present and not a file page, or swapped (an anonymous
+// page: real swap or migration; the range had no markers yet). A page with
+// no entry is left alone: it is the file's (a store to it later makes a
+// copy, which scan_written reports; marking it instead would make it
+// indistinguishable from a swapped copy). 0 or -errno.
+int protect_listing_copies(int pagemap, uintptr_t at, size_t len, std::vector<Range> &copies);
 
 } // namespace spillway::uffd

@@ -19,6 +19,13 @@
  *   fork_snapshot many        200 children forked and ended in a row, faster
  *                             than the shim's tick: the region is shared
  *                             again after them all the same
+ *   fork_snapshot reads       the parent rewrites the region, then a thread
+ *                             pread(2)s into it all the while it is shared
+ *                             again: every page holds what was last read or
+ *                             written into it; prints how many reads failed
+ *                             (EFAULT) or came back short, which only a
+ *                             read-only re-share causes (fork_snapshot.sh
+ *                             requires none where the log says "blocked")
  *
  * Exits 0 when all was as it should be, 1 when not, 2 on a setup error.
  */
@@ -123,13 +130,53 @@ static void *writer(void *arg) {
     return NULL;
 }
 
+static int g_source = -1;              /* a file of one page of 'R' */
+static unsigned char *g_bytes;         /* the region */
+static unsigned char g_read_into[kPages]; /* a read into page p succeeded */
+static atomic_long g_reads, g_faulted, g_short;
+
+/* Reads a page of 'R' into page after page of the region, as a program
+ * reading a file into a buffer does, until told to stop. */
+static void *reader(void *arg) {
+    (void)arg;
+    size_t p = 0;
+    while (!atomic_load(&g_stop)) {
+        p = (p + 7919) % kPages;
+        ssize_t got = pread(g_source, g_bytes + p * kPage, kPage, 0);
+        atomic_fetch_add(&g_reads, 1);
+        if (got < 0 && errno == EFAULT) atomic_fetch_add(&g_faulted, 1);
+        else if (got != (ssize_t)kPage) atomic_fetch_add(&g_short, 1);
+        else g_read_into[p] = 1;
+        /* A read every 20 us or so: sleeping would take a millisecond on
+         * some machines, and the re-share's window is about that long. */
+        double until = now_s() + 20e-6;
+        while (now_s() < until) {
+        }
+    }
+    return NULL;
+}
+
+/* Pages that are not wholly 'R' (read into) or 'P' (the parent's memset). */
+static size_t wrong_pages(void) {
+    size_t wrong = 0;
+    for (size_t p = 0; p < kPages; p++) {
+        const unsigned char want = g_read_into[p] ? 'R' : 'P';
+        for (size_t i = 0; i < kPage; i++)
+            if (((volatile unsigned char *)g_bytes)[p * kPage + i] != want) {
+                wrong++;
+                break;
+            }
+    }
+    return wrong;
+}
+
 int main(int argc, char **argv) {
-    const char *modes[] = {"overwrite", "free", "reshare", "exec", "busy", "many"};
+    const char *modes[] = {"overwrite", "free", "reshare", "exec", "busy", "many", "reads"};
     int mode = -1;
-    for (int m = 0; argc == 2 && m < 6; m++)
+    for (int m = 0; argc == 2 && m < 7; m++)
         if (!strcmp(argv[1], modes[m])) mode = m;
     if (mode < 0) {
-        fputs("usage: fork_snapshot overwrite|free|reshare|exec|busy|many\n", stderr);
+        fputs("usage: fork_snapshot overwrite|free|reshare|exec|busy|many|reads\n", stderr);
         return 2;
     }
     unsigned char *volatile region = malloc(kRegion); /* volatile: the child reads memory, not what the compiler knows */
@@ -177,6 +224,19 @@ int main(int argc, char **argv) {
         g_words = (volatile uint64_t *)region;
         if (pthread_create(&thread, NULL, writer, NULL) != 0) return 2;
         usleep(100 * 1000);
+    } else if (mode == 6) {
+        /* Every page a copy of the parent's: the re-share has the whole
+         * region to write back, its longest step. */
+        memset(region, 'P', kRegion);
+        FILE *f = tmpfile();
+        if (!f) return 2;
+        g_source = fileno(f);
+        char page[kPage];
+        memset(page, 'R', sizeof page);
+        if (pwrite(g_source, page, sizeof page, 0) != (ssize_t)sizeof page) return 2;
+        g_bytes = region;
+        /* Before the child ends: reading all the while it is shared again. */
+        if (pthread_create(&thread, NULL, reader, NULL) != 0) return 2;
     }
     if (mode != 3 && write(go[1], "g", 1) != 1) return 2; /* an exec'd child reads nothing */
     int status = 0;
@@ -185,6 +245,25 @@ int main(int argc, char **argv) {
     if (mode == 0 || mode == 1) return 0;
 
     double waited = 0;
+    if (mode == 6) {
+        typedef int (*backing_fn)(const void *);
+        backing_fn backing = (backing_fn)dlsym(RTLD_DEFAULT, "spillway_backing");
+        const int kind = backing ? backing(region) : 0;
+        double t0 = now_s();
+        while (kind && !mapped_shared(region) && now_s() - t0 < 5) usleep(1000);
+        usleep(kind ? 20 * 1000 : 300 * 1000);
+        atomic_store(&g_stop, 1);
+        pthread_join(thread, NULL);
+        int shared = !kind || mapped_shared(region);
+        size_t wrong = wrong_pages();
+        int rc = release_when_shared(region, &waited);
+        size_t wrong_after = wrong_pages(); /* read back from the file where the cache was dropped */
+        printf("fork_snapshot reads: shared again %s; %ld of %ld reads into the region failed with EFAULT, %ld came "
+               "back short; %zu of %u pages wrong, %zu after release_page_cache (%d)\n",
+               shared ? "yes" : "NO", atomic_load(&g_faulted), atomic_load(&g_reads), atomic_load(&g_short), wrong,
+               kPages, wrong_after, rc);
+        return wrong || wrong_after || rc || !shared ? 1 : 0;
+    }
     if (mode == 4) {
         /* Stop the writer as soon as the region is shared again: what it
          * wrote while it was private must all be there. */

@@ -2,12 +2,14 @@
 // until no child is left: the child keeps its snapshot while the parent
 // writes and frees; a freed region's file range is held, then released; the
 // region is shared again with every byte the parent wrote, and the control
-// API takes it again; a region pinned at the fork stays
+// API takes it again, and while a thread reads into it no read fails where
+// the re-share is blocked (a memfd region); a region pinned at the fork stays
 // shared; a pin waits while prepare privatises; only a fork that left a
 // region shared keeps the tiering loop off older regions.
 #include "fork_safety.h"
 #include "large/fork_snapshot.h"
 #include "large/large.h"
+#include "os/uffd.h"
 #include "registry/arena.h"
 #include "registry/region.h"
 #include "tiering/rehome.h"
@@ -17,6 +19,8 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <functional>
+#include <spillway.h>
+#include <vector>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -222,4 +226,68 @@ TEST_CASE("only a fork that left a region shared keeps the tiering loop off the 
     CHECK(last_shared_fork_ns() > before);
     CHECK_FALSE(arena::region_at(p)->is_private);
     large_free(p);
+}
+
+TEST_CASE("a region shared again while a thread reads into it: no read fails where the re-share is blocked") {
+    test::bring_up();
+    const bool blocked = uffd::level() == uffd::Level::full;
+    if (!blocked)
+        WARN("no userfaultfd for kernel faults here (" << uffd::level_name(uffd::level())
+                                                       << "): reads may fail; only the bytes are checked");
+    constexpr size_t kLen = 20 << 20; // a chunk and a part
+    constexpr size_t kPage = 4096, kPages = kLen / kPage;
+    char source_path[] = "/tmp/spillway-reshare-XXXXXX";
+    const int source = mkstemp(source_path);
+    REQUIRE(source >= 0);
+    unlink(source_path);
+    std::string page(kPage, 'R');
+    REQUIRE(pwrite(source, page.data(), kPage, 0) == (ssize_t)kPage);
+    for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
+        bool use_small = false;
+        auto *p = (unsigned char *)large_alloc(kLen, 0, flags, &use_small);
+        REQUIRE(p);
+        memset(p, 'A', kLen);
+        Region *r = arena::region_at(p);
+        REQUIRE(r);
+        const bool memory = r->backing == Backing::memory;
+        CHECK(memory == (flags != 0));
+        int go_w = -1;
+        pid_t pid = fork_checking_child(p, kLen, &go_w);
+        REQUIRE(pid > 0);
+        memset(p, 'P', kLen); // every page a copy: the re-share's longest
+        CHECK(child_status(pid, go_w) == 0);
+        std::atomic<bool> stop{false};
+        std::atomic<long> reads{0}, failed{0};
+        std::vector<unsigned char> read_into(kPages, 0);
+        std::thread reader([&] {
+            for (size_t i = 0; !stop.load(); i = (i + 7919) % kPages) {
+                ssize_t got = pread(source, p + i * kPage, kPage, 0);
+                reads++;
+                if (got == (ssize_t)kPage) read_into[i] = 1;
+                else failed++;
+            }
+        });
+        usleep(2000);
+        CHECK(settled());
+        stop = true;
+        reader.join();
+        CHECK_FALSE(r->is_private);
+        INFO((memory ? "memory" : "disk") << " region: " << failed.load() << " of " << reads.load()
+                                          << " reads failed");
+        if (memory && blocked) CHECK(failed.load() == 0);
+        size_t wrong = 0, wrong_in_file = 0;
+        for (size_t i = 0; i < kPages; i++) {
+            const unsigned char want = read_into[i] ? 'R' : 'P';
+            for (size_t b = 0; b < kPage; b++)
+                if (p[i * kPage + b] != want) {
+                    wrong++;
+                    break;
+                }
+            wrong_in_file += !file_holds(r, i * kPage, kPage, want);
+        }
+        CHECK(wrong == 0);
+        CHECK(wrong_in_file == 0);
+        large_free(p);
+    }
+    close(source);
 }

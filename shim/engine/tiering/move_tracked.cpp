@@ -227,14 +227,15 @@ struct TrackedMover::Helper {
     }
 };
 
-uffd::Level TrackedMover::begin() {
+uffd::Level TrackedMover::begin(uffd::Level most) {
     end();
-    uffd::Level want = uffd::level();
-    if (want == uffd::Level::none) return level_ = uffd::Level::none;
+    const uffd::Level can = uffd::level();
+    if (can == uffd::Level::none || most == uffd::Level::none) return level_ = uffd::Level::none;
+    uffd::Level want = can == uffd::Level::full && most == uffd::Level::full ? can : uffd::Level::user_only;
     const bool full = want == uffd::Level::full;
     uint64_t features = uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem;
     if (full) features |= uffd::kFeatureEventRemap | uffd::kFeatureMinorShmem | uffd::kFeatureMissingShmem;
-    uffd_ = uffd::open_context(features, !full);
+    uffd_ = uffd::open_context(features, can != uffd::Level::full);
     pagemap_ = uffd::open_pagemap();
     if (uffd_ >= 0 && pagemap_ >= 0 && full) {
         helper_ = new Helper();
@@ -260,6 +261,7 @@ void TrackedMover::end() {
     if (pagemap_ >= 0) close(pagemap_);
     uffd_ = pagemap_ = -1;
     level_ = uffd::Level::none;
+    entries_only_ = false;
 }
 
 int TrackedMover::copy_ranges(uintptr_t base, int dest_fd, uint64_t dest_off, size_t *bytes) {
@@ -285,6 +287,15 @@ int TrackedMover::start_tracking(uintptr_t at, size_t len) {
     return rc;
 }
 
+int TrackedMover::start_tracking_listing(uintptr_t at, size_t len, std::vector<uffd::Range> &copies) {
+    if (level_ == uffd::Level::none) return -ENOTSUP;
+    if (int rc = uffd::register_range(uffd_, at, len, uffd::kModeWp)) return rc;
+    entries_only_ = true;
+    int rc = uffd::protect_listing_copies(pagemap_, at, len, copies);
+    if (rc != 0) forget(at, len);
+    return rc;
+}
+
 int TrackedMover::track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, const FirstCopy &first,
                                  TrackedPause *pause, bool tracking_started) {
     if (level_ == uffd::Level::none) return -ENOTSUP;
@@ -298,7 +309,7 @@ int TrackedMover::track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t
     for (int pass = 0; pass < kPasses && rc == 0; pass++) {
         written_.clear();
         size_t bytes = 0;
-        rc = uffd::scan_written(pagemap_, at, len, true, written_);
+        rc = uffd::scan_written(pagemap_, at, len, true, written_, entries_only_);
         if (rc == 0) rc = copy_ranges(at, dest_fd, dest_off, &bytes);
         if (pause) pause->recopied += bytes;
         if (bytes <= kSettled) break;
@@ -310,7 +321,7 @@ int TrackedMover::track_and_copy(uintptr_t at, size_t len, int dest_fd, uint64_t
 int TrackedMover::copy_written(uintptr_t at, size_t len, int dest_fd, uint64_t dest_off, TrackedPause *pause) {
     written_.clear();
     size_t bytes = 0;
-    int rc = uffd::scan_written(pagemap_, at, len, false, written_);
+    int rc = uffd::scan_written(pagemap_, at, len, false, written_, entries_only_);
     if (rc == 0) rc = copy_ranges(at, dest_fd, dest_off, &bytes);
     if (pause) pause->recopied += bytes;
     return rc;
@@ -348,7 +359,7 @@ int TrackedMover::last_step(uintptr_t at, size_t len, bool shmem, int dest_fd, u
     const uintptr_t old = (uintptr_t)spare;
     written_.clear();
     size_t bytes = 0;
-    rc = uffd::scan_written(pagemap_, old, len, false, written_);
+    rc = uffd::scan_written(pagemap_, old, len, false, written_, entries_only_);
     // spare took the range's registration with the pages (missing and minor
     // faults), so a read of a page with no entry there would wait in a
     // userfaultfd fault that only this thread could answer: a hang. Such

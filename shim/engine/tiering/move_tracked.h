@@ -82,9 +82,12 @@ class TrackedMover {
     TrackedMover(const TrackedMover &) = delete;
     TrackedMover &operator=(const TrackedMover &) = delete;
 
-    // For one move: what uffd::level() allows, or Level::none (nothing
-    // here) when the context cannot be made.
-    uffd::Level begin();
+    // For one move: what uffd::level() allows, at most `most`, or
+    // Level::none (nothing here) when the context cannot be made. At most
+    // Level::user_only: writes are tracked (the kernel's stores too, where
+    // level() is full) and nothing can wait; the caller may mremap a
+    // tracked range itself (no remap event, no second thread).
+    uffd::Level begin(uffd::Level most = uffd::Level::full);
     void end();
 
     // Each moves the chunk [at, at+len) to dest_fd's [dest_off, dest_off+len).
@@ -123,6 +126,12 @@ class TrackedMover {
     // must come after the protection, or a store between the two is lost.
     // On an error the chunk is as it was (not tracked).
     int start_tracking(uintptr_t at, size_t len);
+    // The same, for a private file mapping (a fork snapshot's re-share):
+    // appends the runs of the process's own copies, listed in the step that
+    // starts the tracking (uffd::protect_listing_copies), so the first copy
+    // writes exactly those. From then on, this mover's scans report only
+    // pages with an entry. Pass tracking_started to block or track_and_copy.
+    int start_tracking_listing(uintptr_t at, size_t len, std::vector<uffd::Range> &copies);
     // Level::user_only (or full): the writes-tracked copies, nothing waits.
     // tracking_started: as block's; protecting the chunk again would forget
     // the stores made since start_tracking (their pages would look unwritten).
@@ -153,6 +162,7 @@ class TrackedMover {
                          const std::vector<bool> &done, size_t batch);
 
     uffd::Level level_ = uffd::Level::none;
+    bool entries_only_ = false; // start_tracking_listing: scans skip pages with no entry
     int uffd_ = -1, pagemap_ = -1;
     Helper *helper_ = nullptr;
     std::vector<uffd::Range> written_;

@@ -947,6 +947,32 @@ int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off, 
     return flush();
 }
 
+// How a re-share went, for its log line: blocked (no access fails),
+// tracked writes (a read-only window of the last pass's pages), read-only.
+const char *scheme_name(uffd::Level l) {
+    switch (l) {
+    case uffd::Level::full: return "blocked";
+    case uffd::Level::user_only: return "writes tracked";
+    default: return "read-only chunks";
+    }
+}
+
+// Moves the page-table entries of [a, a+n) to a spare range and returns it
+// (nullptr when the kernel refuses: the caller maps over them); [a, a+n)
+// keeps its mapping, with no page mapped. For a private file mapping the
+// caller has written every copy into the file: a fault then maps the file's
+// page, the same bytes. MREMAP_DONTUNMAP on file mappings: Linux 5.13.
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+void *set_aside(uintptr_t a, size_t n) {
+    void *spare = mmap(nullptr, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (spare == MAP_FAILED) return nullptr;
+    if (mremap((void *)a, n, n, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, spare) != MAP_FAILED) return spare;
+    munmap(spare, n);
+    return nullptr;
+}
+
 // Maps [a, a+n) over fd at off, shared or private, read-write. 0 or -errno.
 int map_over(uintptr_t a, size_t n, int fd, off_t off, int share) {
     KernelOrdered quiet;
@@ -964,6 +990,7 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
     off_t file_off = 0;
     size_t len = 0;
     int advice = 0;
+    bool shmem = false;
     {
         std::lock_guard<std::mutex> guard(large_lock());
         Region *live = registry_first();
@@ -982,6 +1009,7 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
         file_off = (off_t)r->file_off;
         len = r->map_len;
         advice = r->advice.load();
+        shmem = r->backing == Backing::memory;
     }
     auto done = [&](int rc) {
         r->moving.store(false);
@@ -992,16 +1020,66 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
     int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
     if (pagemap_fd < 0) return done(-errno);
     install_handler();
+    // The tracked ways (move_tracked.h): a memfd's chunk is blocked, so no
+    // access to it ever fails; a disk file's private mapping can only be
+    // write-tracked (userfaultfd makes nothing wait in a private mapping of
+    // a regular file), so its read-only window narrows to the pages written
+    // since the last pass.
+    TrackedMover tracked;
+    uffd::Level scheme = tracked.begin(shmem ? uffd::Level::full : uffd::Level::user_only);
+    tracked.before_swap = [](uintptr_t at, size_t n) {
+        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
+            timespec ts = {0, 5'000'000};
+            nanosleep(&ts, nullptr);
+        }
+    };
     g_region_start.store(start);
     g_region_end.store(start + len);
     int rc = 0;
     const uint64_t t0 = monotonic_ns();
-    uint64_t longest_ns = 0; // the longest a chunk was read-only
+    uint64_t longest_ns = 0; // the longest an access to a chunk could have waited (or failed, read-only)
     size_t copied = 0;       // the parent's copies written into the file
+    size_t recopied = 0;     // written again while a chunk was tracked
     size_t shared = 0; // [start, start+shared) is mapped shared again
     while (shared < len && rc == 0) {
         const uintptr_t a = start + shared;
         const size_t n = std::min(kChunk, len - shared);
+        const off_t off = file_off + (off_t)shared;
+        TrackedPause pause;
+        // Tracking starts in the step that lists the parent's copies
+        // (move_tracked.h start_tracking_listing), and the first copy writes
+        // those: a store meanwhile marks its page, copied again.
+        std::vector<uffd::Range> own;
+        int t = scheme == uffd::Level::none ? -ENOTSUP : tracked.start_tracking_listing(a, n, own);
+        auto first = [&]() -> int {
+            for (const uffd::Range &c : own) {
+                if (int e = write_all(fd, (const char *)c.start, c.end - c.start, off + (off_t)(c.start - a))) return e;
+                copied += c.end - c.start;
+            }
+            return 0;
+        };
+        if (t == 0 && scheme == uffd::Level::full) {
+            t = tracked.block(a, n, true, fd, (uint64_t)off, first, &pause, true);
+            recopied += pause.recopied;
+            longest_ns = std::max(longest_ns, pause.longest_ns);
+            if (t == 0) { // the range maps the file shared (map_region_in_place)
+                shared += n;
+                continue;
+            }
+        } else if (t == 0) {
+            t = tracked.track_and_copy(a, n, fd, (uint64_t)off, first, &pause, true);
+            recopied += pause.recopied;
+        }
+        // Else the chunk is private as it was, untracked: it, and the rest,
+        // go the read-only way.
+        const bool narrow = t == 0;
+        if (t != 0 && scheme != uffd::Level::none) {
+            SPW_LOG(debug, "fork snapshot: the tracked re-share of region %p failed at offset %zu (%s); the rest "
+                           "goes the read-only way",
+                    (void *)start, shared, strerror(-t));
+            tracked.end();
+            scheme = uffd::Level::none;
+        }
         // A read(2) into a read-only chunk fails (rehome.h): one blocked in
         // it now is waited out (100 ms at most; then the next tick tries).
         for (int i = 0; read_in_flight(a, n) && rc == 0; i++) {
@@ -1011,18 +1089,33 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
         set_chunk(a, a + n); // writers into it wait in on_segv from now on
         if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
         const uint64_t protected_at = monotonic_ns();
-        if (rc == 0) rc = write_back_copies(pagemap_fd, a, n, fd, file_off + (off_t)shared, &copied);
+        // Narrowed: only what was written since the last pass; else every copy.
+        if (rc == 0)
+            rc = narrow ? tracked.copy_written(a, n, fd, (uint64_t)off, &pause)
+                        : write_back_copies(pagemap_fd, a, n, fd, off, &copied);
         // The file now holds every byte of the chunk: either mapping of it
-        // shows the same bytes.
-        if (rc == 0) rc = map_over(a, n, fd, file_off + (off_t)shared, MAP_SHARED);
+        // shows the same bytes. The chunk's copies leave the range first, in
+        // one step that only moves page tables (mremap MREMAP_DONTUNMAP; a
+        // read meanwhile faults in the file's page, the same bytes): the
+        // shared map over them would otherwise free them while the old
+        // read-only mapping still takes faults, and a kernel store into the
+        // range failed with EFAULT for the whole of it (0.4-6 ms per 16 MiB
+        // of copies here, hundreds of failed reads in test_fork_snapshot).
+        void *copies = rc == 0 ? set_aside(a, n) : nullptr;
+        // A kernel store fails from the mprotect until the map.
+        if (rc == 0) rc = map_over(a, n, fd, off, MAP_SHARED);
+        longest_ns = std::max(longest_ns, monotonic_ns() - protected_at);
         if (rc != 0) {
             // Back to private, as a whole: [start, a) holds the file's
             // bytes, and this chunk's copies are still mapped (read-only)
             // unless the file got them all.
+            if (copies && mremap(copies, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) != MAP_FAILED)
+                copies = nullptr;
             int err = mprotect((void *)a, n, PROT_READ | PROT_WRITE) != 0 &&
-                      map_over(a, n, fd, file_off + (off_t)shared, MAP_PRIVATE) != 0;
+                      map_over(a, n, fd, off, MAP_PRIVATE) != 0;
+            if (narrow) tracked.forget(a, n);
             if (shared) err = map_over(start, shared, fd, file_off, MAP_PRIVATE) || err;
-            if (err)
+            if (err || copies)
                 SPW_LOG(error, "fork snapshot: could not map region %p privately again after a failed re-share (%s); "
                                "its bytes may be wrong: report this with the log",
                         (void *)start, strerror(-rc));
@@ -1032,16 +1125,19 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
             shared += n;
         }
         set_chunk(0, 0);
-        longest_ns = std::max(longest_ns, monotonic_ns() - protected_at);
+        if (copies) munmap(copies, n); // the parent's copies, in the file now
     }
+    tracked.end();
     g_region_start.store(0);
     g_region_end.store(0);
     close(pagemap_fd);
     if (rc == 0) {
         if (advice) madvise((void *)start, len, advice); // a new mapping starts MADV_NORMAL
-        SPW_LOG(debug, "fork snapshot: %zu MiB at %p shared again in %.1f ms, %zu KiB of the parent's copies written "
-                       "back; a chunk was read-only at most %.3f ms",
-                len >> 20, (void *)start, (monotonic_ns() - t0) / 1e6, copied >> 10, longest_ns / 1e6);
+        SPW_LOG(debug, "fork snapshot: %zu MiB at %p shared again in %.1f ms (%s), %zu KiB of the parent's copies "
+                       "written back and %zu KiB written meanwhile; an access to a chunk %s at most %.3f ms",
+                len >> 20, (void *)start, (monotonic_ns() - t0) / 1e6, scheme_name(scheme), copied >> 10,
+                recopied >> 10, scheme == uffd::Level::full ? "waited" : "was refused a kernel store for",
+                longest_ns / 1e6);
         std::lock_guard<std::mutex> guard(large_lock());
         r->is_private = false;
         r->snapshot_gen = 0;

@@ -89,8 +89,13 @@ int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const
 // Maps a parent's fork snapshot (large/fork_snapshot.h) shared over its own
 // file again, in place, once no child maps that file: the pages the parent
 // copied since the fork (written while it was private) are written into
-// the file first, one read-only chunk at a time, so no store is lost
-// between that write and the shared mapping (writers wait as in a move).
+// the file first, chunk by chunk, so no store is lost between that write
+// and the shared mapping. As a move (move_tracked.h): a memfd region's
+// chunk is blocked (no access fails, the CPU's or the kernel's); a disk
+// file's private mapping can only have its writes tracked, so its chunk is
+// read-only while the pages written since the last pass are copied (a
+// read(2) starting then fails with EFAULT); without userfaultfd, read-only
+// while every copy is written (writers wait in the fault handler).
 // Only if r is still live at start, private, not pinned and due(r) under
 // the large lock (the caller's check that no child is left; a fork cannot
 // begin meanwhile: this holds the move lock), and no thread is blocked in a

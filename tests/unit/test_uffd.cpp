@@ -181,9 +181,12 @@ TEST_CASE("on a private file mapping, the protecting scan lists exactly the copi
         REQUIRE(pread(fd, p + 30 * page, page, 0) == (ssize_t)page);               // the kernel's store
         sink = sink + p[60 * page];                                                // a read: the file's page
         REQUIRE(uffd::scan_written(pm, (uintptr_t)p, n, true, written, true) == 0);
-        // Page 60 is mapped unprotected by its read, so it counts as
-        // written: a copy of the file's own bytes, harmless.
-        CHECK(pages(written, (uintptr_t)p) == "2-2 4-4 30-30 50-50 60-60 ");
+        // Page 60, mapped by its read with no protection, may count as
+        // written (copying the file's own bytes back is harmless): measured
+        // both ways on Linux 6.18.
+        const std::string got = pages(written, (uintptr_t)p);
+        INFO("written: " << got);
+        CHECK((got == "2-2 4-4 30-30 50-50 " || got == "2-2 4-4 30-30 50-50 60-60 "));
         munmap(p, n);
         close(pm);
         close(u);

@@ -111,7 +111,7 @@ TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and
                              : -1;
         if (kind) REQUIRE(fallocate(fd, 0, 0, n) == 0);
         char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, kind ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
-        REQUIRE(p != MAP_FAILED);
+        REQUIRE((void *)p != MAP_FAILED); // (void *): Catch2 would print a char * as a string
         for (size_t i = 0; i < n; i += 2 * page) p[i] = 1; // half the pages populated, half never touched
         int u = uffd::open_context(uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem,
                                    uffd::level() != uffd::Level::full);
@@ -157,7 +157,7 @@ TEST_CASE("on a private file mapping, the protecting scan lists exactly the copi
         std::vector<char> bytes(n, 7);
         REQUIRE(pwrite(fd, bytes.data(), n, 0) == (ssize_t)n);
         char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-        REQUIRE(p != MAP_FAILED);
+        REQUIRE((void *)p != MAP_FAILED); // (void *): Catch2 would print a char * as a string
         volatile char sink = 0;
         for (size_t i = 0; i < 16 * page; i += page) sink = sink + p[i]; // pages 0-15: the file's, mapped
         p[4 * page] = 1;                                                  // copies: 4, 20-21, 40
@@ -211,7 +211,7 @@ TEST_CASE("unregistering a range wakes every thread waiting in it, one whose fau
     REQUIRE(fd >= 0);
     REQUIRE(fallocate(fd, 0, 0, (off_t)n) == 0);
     char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    REQUIRE(p != MAP_FAILED);
+    REQUIRE((void *)p != MAP_FAILED); // (void *): Catch2 would print a char * as a string
     memset(p, 1, n);
     // User faults are all this needs: a context for those only where that is all there is.
     int u = uffd::open_context(uffd::kFeatureMinorShmem | uffd::kFeatureMissingShmem, granted() != uffd::Level::full);

@@ -19,6 +19,10 @@
  *   fork_snapshot many        200 children forked and ended in a row, faster
  *                             than the shim's tick: the region is shared
  *                             again after them all the same
+ *   fork_snapshot crowd       100 children alive at once (a Pool of one
+ *                             worker per core): each keeps its snapshot while
+ *                             the parent overwrites the region, and the region
+ *                             is shared again once they are all gone
  *   fork_snapshot reads       the parent rewrites the region, then a thread
  *                             pread(2)s into it all the while it is shared
  *                             again: every page holds what was last read or
@@ -60,6 +64,7 @@ static void child_checks(const volatile unsigned char *region, int go_fd, const 
     if (read(go_fd, &byte, 1) != 1) _exit(2);
     size_t changed = 0;
     for (size_t i = 0; i < kRegion; i++) changed += region[i] != 'A';
+    if (!changed && !strcmp(mode, "crowd")) _exit(0); /* one line for a hundred children */
     printf("fork_snapshot %s: the child sees %zu of %u bytes changed by the parent after the fork\n", mode, changed,
            kRegion);
     fflush(stdout);
@@ -171,12 +176,12 @@ static size_t wrong_pages(void) {
 }
 
 int main(int argc, char **argv) {
-    const char *modes[] = {"overwrite", "free", "reshare", "exec", "busy", "many", "reads"};
+    const char *modes[] = {"overwrite", "free", "reshare", "exec", "busy", "many", "reads", "crowd"};
     int mode = -1;
-    for (int m = 0; argc == 2 && m < 7; m++)
+    for (int m = 0; argc == 2 && m < 8; m++)
         if (!strcmp(argv[1], modes[m])) mode = m;
     if (mode < 0) {
-        fputs("usage: fork_snapshot overwrite|free|reshare|exec|busy|many|reads\n", stderr);
+        fputs("usage: fork_snapshot overwrite|free|reshare|exec|busy|many|reads|crowd\n", stderr);
         return 2;
     }
     unsigned char *volatile region = malloc(kRegion); /* volatile: the child reads memory, not what the compiler knows */
@@ -199,6 +204,37 @@ int main(int argc, char **argv) {
     }
     int go[2];
     if (pipe(go) != 0) return 2;
+    if (mode == 7) {
+        enum { kCrowd = 100 };
+        pid_t kids[kCrowd];
+        for (int i = 0; i < kCrowd; i++) {
+            kids[i] = fork();
+            if (kids[i] < 0) return 2;
+            if (kids[i] == 0) {
+                close(go[1]);
+                child_checks(region, go[0], "crowd");
+            }
+        }
+        close(go[0]);
+        memset(region, 'P', kRegion);
+        char bytes[kCrowd];
+        memset(bytes, 'g', sizeof bytes);
+        if (write(go[1], bytes, sizeof bytes) != (ssize_t)sizeof bytes) return 2;
+        int failed = 0;
+        for (int i = 0; i < kCrowd; i++) {
+            int status = 0;
+            if (waitpid(kids[i], &status, 0) != kids[i] || !WIFEXITED(status) || WEXITSTATUS(status) == 2) return 2;
+            failed += WEXITSTATUS(status) != 0;
+        }
+        double waited = 0;
+        size_t wrong = wrong_bytes(region, kRegion);
+        int rc = release_when_shared(region, &waited);
+        size_t wrong_after = wrong_bytes(region, kRegion);
+        printf("fork_snapshot crowd: %d of %d children saw the parent's writes; the parent's view has %zu wrong "
+               "bytes, %zu after release_page_cache; the region is the shim's again: %s (%d, after %.3f s)\n",
+               failed, kCrowd, wrong, wrong_after, rc ? "NO" : "yes", rc, waited);
+        return failed || wrong || wrong_after || rc ? 1 : 0;
+    }
     pid_t pid = fork();
     if (pid < 0) return 2;
     if (pid == 0) {

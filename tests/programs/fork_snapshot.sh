@@ -3,7 +3,8 @@
 # disk and memory regions: a child sees its regions as they were at the
 # fork when the parent overwrites or frees one, and the parent's region is
 # shared again with every byte it wrote (also while a thread writes it, and
-# at once after a child's exec, and after 200 forks in a row; and while a
+# at once after a child's exec, after 200 forks in a row, and after 100
+# children alive at once; and while a
 # thread reads into it, where no read may fail when the shim's log says the
 # re-share was blocked, as a memfd region's is with userfaultfd). Exits 1
 # when any mode failed; 99 (a broken
@@ -15,7 +16,7 @@ dir=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-snapshot.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 bad=0
 # Without the shim first: the program itself must pass.
-modes="overwrite free reshare exec busy many reads"
+modes="overwrite free reshare exec busy many reads crowd"
 for mode in $modes; do
   "$prog" $mode || { echo "fork_snapshot.sh: the program fails without the shim ($mode): a broken test" >&2; exit 99; }
 done

@@ -33,7 +33,10 @@ namespace {
 // Open generations (under the large lock). A process with more children
 // alive at once than this keeps the regions of the extra forks private for
 // good (warned once): a descriptor per generation is the price of knowing.
-constexpr size_t kMaxGenerations = 64;
+// 256: a Pool of one worker per core on a big node (CPython's own
+// test_multiprocessing_forkserver keeps 100 alive at once), inside the 510
+// high descriptors a default limit of 1024 leaves (fd_policy.h).
+constexpr size_t kMaxGenerations = 256;
 struct Generation {
     uint64_t id;
     int read_fd;

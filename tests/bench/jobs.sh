@@ -21,6 +21,10 @@
 #                table, in 1 GiB (graph_scatter.c)
 #   live         8 GiB of live 64 MiB buffers written then read back, in
 #                1 GiB (seqjob.c)
+#   epochs       PyTorch: a 768 MiB table updated in place by the parent while
+#                a DataLoader's workers, forked every epoch, live (epochs_job.py;
+#                run it again with --shim-env SPILLWAY_CONFIG=FILE holding
+#                "[fork] snapshot = false" to see what the fork snapshot costs)
 # Each job prints its phases (JOBPHASE lines: seconds, faults, bytes read and
 # written) and a JOBRESULT that must match across the four ways.
 #
@@ -64,7 +68,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build}
 PYTHON=/usr/bin/python3
-ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live"
+ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live epochs"
 ALL_VARIANTS="unconstrained swap shim bare"
 JOBS=$ALL_JOBS VARIANTS=$ALL_VARIANTS ROUNDS=2 RA=128 TIMEOUT=300
 SHIM="" SHIM_ENV="" LIMIT="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard DEVICE=loop
@@ -103,7 +107,7 @@ job_limit() {
     if [ -n "$LIMIT" ]; then echo "$LIMIT"; return; fi
     case $1 in
     pandas) echo 640M ;; xgboost) echo 384M ;; sklearn) echo 512M ;; torchvision) echo 1G ;;
-    scipy) echo 768M ;; graph) echo 1G ;; live) echo 1G ;;
+    scipy) echo 768M ;; graph) echo 1G ;; live) echo 1G ;; epochs) echo 640M ;;
     *) echo "jobs.sh: unknown job $1 (jobs: $ALL_JOBS)" >&2; return 2 ;;
     esac
 }
@@ -115,6 +119,7 @@ job_cmd() {
     sklearn) echo "$PYTHON $HERE/jobs/sklearn_job.py" ;;
     torchvision) echo "$PYTHON $HERE/jobs/torchvision_job.py" ;;
     scipy) echo "$PYTHON $HERE/jobs/scipy_job.py" ;;
+    epochs) echo "$PYTHON $HERE/jobs/epochs_job.py" ;;
     graph) echo "$BIN/graph_scatter 2048 512" ;;
     live) echo "$BIN/seqjob 8G 64M" ;;
     esac
@@ -130,7 +135,7 @@ SWAP_B=$(bytes 8G)
 # The Python jobs' libraries (pandas, XGBoost, scikit-learn, torchvision,
 # scipy): Debian's, for /usr/bin/python3, installed if missing. Without
 # them every run of those jobs would fail at its first import.
-if [[ " $JOBS " == *" "@(pandas|xgboost|sklearn|torchvision|scipy)" "* ]]; then
+if [[ " $JOBS " == *" "@(pandas|xgboost|sklearn|torchvision|scipy|epochs)" "* ]]; then
     deps_log=$(mktemp /var/tmp/spillway-jobs-apt.XXXXXX.log)
     bash "$ROOT/tools/setup-deps.sh" --bench --log "$deps_log" ||
         { echo "jobs.sh: the jobs' Python libraries could not be installed (apt's output: $deps_log); install python3-pandas python3-xgboost python3-sklearn python3-torchvision python3-scipy, or run the C jobs alone (--only graph,live)" >&2; exit 1; }

@@ -117,6 +117,23 @@ static int release_when_shared(const void *region, double *waited) {
 }
 
 static atomic_int g_stop;
+
+/* Waits (5 s at most) for the region to be mapped shared again, then
+ * `linger` seconds more (0.3 s without the shim), and stops and joins the
+ * thread writing or reading it. Returns whether the region is shared (1
+ * without the shim); *until_shared: the seconds the first wait took. */
+static int stop_once_shared(const void *region, pthread_t thread, double linger, double *until_shared) {
+    typedef int (*backing_fn)(const void *);
+    backing_fn backing = (backing_fn)dlsym(RTLD_DEFAULT, "spillway_backing");
+    const int kind = backing ? backing(region) : 0;
+    double t0 = now_s();
+    while (kind && !mapped_shared(region) && now_s() - t0 < 5) usleep(1000);
+    *until_shared = now_s() - t0;
+    if (kind ? linger > 0 : 1) usleep((useconds_t)((kind ? linger : 0.3) * 1e6));
+    atomic_store(&g_stop, 1);
+    pthread_join(thread, NULL);
+    return !kind || mapped_shared(region);
+}
 static volatile uint64_t *g_words; /* the region, a word per page */
 static uint64_t g_expected[kPages]; /* what the writer last stored in each page */
 
@@ -282,15 +299,8 @@ int main(int argc, char **argv) {
 
     double waited = 0;
     if (mode == 6) {
-        typedef int (*backing_fn)(const void *);
-        backing_fn backing = (backing_fn)dlsym(RTLD_DEFAULT, "spillway_backing");
-        const int kind = backing ? backing(region) : 0;
-        double t0 = now_s();
-        while (kind && !mapped_shared(region) && now_s() - t0 < 5) usleep(1000);
-        usleep(kind ? 20 * 1000 : 300 * 1000);
-        atomic_store(&g_stop, 1);
-        pthread_join(thread, NULL);
-        int shared = !kind || mapped_shared(region);
+        double until_shared = 0;
+        int shared = stop_once_shared(region, thread, 0.02, &until_shared);
         size_t wrong = wrong_pages();
         int rc = release_when_shared(region, &waited);
         size_t wrong_after = wrong_pages(); /* read back from the file where the cache was dropped */
@@ -303,15 +313,8 @@ int main(int argc, char **argv) {
     if (mode == 4) {
         /* Stop the writer as soon as the region is shared again: what it
          * wrote while it was private must all be there. */
-        typedef int (*backing_fn)(const void *);
-        backing_fn backing = (backing_fn)dlsym(RTLD_DEFAULT, "spillway_backing");
-        const int kind = backing ? backing(region) : 0;
-        double t0 = now_s();
-        while (kind && !mapped_shared(region) && now_s() - t0 < 5) usleep(1000);
-        if (!kind) usleep(300 * 1000);
-        atomic_store(&g_stop, 1);
-        pthread_join(thread, NULL);
-        int shared = !kind || mapped_shared(region);
+        double until_shared = 0;
+        int shared = stop_once_shared(region, thread, 0, &until_shared);
         size_t lost = 0;
         for (size_t p = 0; p < kPages; p++) lost += g_words[p * (kPage / 8)] != g_expected[p];
         int rc = release_when_shared(region, &waited);
@@ -319,7 +322,7 @@ int main(int argc, char **argv) {
         for (size_t p = 0; p < kPages; p++) lost_after += g_words[p * (kPage / 8)] != g_expected[p];
         printf("fork_snapshot busy: shared again %s after %.3f s; %zu of %u pages lost a write, %zu after "
                "release_page_cache (%d)\n",
-               shared ? "yes" : "NO", now_s() - t0, lost, kPages, lost_after, rc);
+               shared ? "yes" : "NO", until_shared, lost, kPages, lost_after, rc);
         return lost || lost_after || rc || !shared ? 1 : 0;
     }
     const size_t written = mode == 2 ? kRegion / 2 : 0;

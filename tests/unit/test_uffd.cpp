@@ -53,6 +53,32 @@ uffd::Level granted() {
     return f >= 0 && ((uint64_t)f & tracking) == tracking ? uffd::Level::user_only : uffd::Level::none;
 }
 
+// True when the kernel grants no write tracking here; the probe must then
+// say none (a case with nothing to scan with checks only that).
+bool nothing_to_scan_with() {
+    if (granted() != uffd::Level::none) return false;
+    CHECK(uffd::level() == uffd::Level::none);
+    return true;
+}
+
+// A write-tracking context with [p, p+n) registered for write protection,
+// and a pagemap descriptor to scan with; both closed at the end.
+struct Tracking {
+    int context = -1, pagemap = -1;
+    Tracking(const void *p, size_t n) {
+        context = uffd::open_context(uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem,
+                                     uffd::level() != uffd::Level::full);
+        REQUIRE(context >= 0);
+        pagemap = uffd::open_pagemap();
+        REQUIRE(pagemap >= 0);
+        REQUIRE(uffd::register_range(context, (uintptr_t)p, n, uffd::kModeWp) == 0);
+    }
+    ~Tracking() {
+        if (pagemap >= 0) close(pagemap);
+        if (context >= 0) close(context);
+    }
+};
+
 std::string pages(const std::vector<uffd::Range> &v, uintptr_t base) {
     std::string s;
     for (auto &r : v)
@@ -94,11 +120,7 @@ TEST_CASE("under a seccomp filter that kills a caller of userfaultfd, the probe 
 
 TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and kernel stores alike") {
     test::bring_up();
-    if (granted() == uffd::Level::none) {
-        // Nothing to scan with: the probe must then say none (checked above).
-        CHECK(uffd::level() == uffd::Level::none);
-        return;
-    }
+    if (nothing_to_scan_with()) return;
     const size_t page = 4096, n = 64 * page;
     int src = open(test::settings().spill_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     REQUIRE(src >= 0);
@@ -113,12 +135,8 @@ TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and
         char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, kind ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS, fd, 0);
         REQUIRE((void *)p != MAP_FAILED); // (void *): Catch2 would print a char * as a string
         for (size_t i = 0; i < n; i += 2 * page) p[i] = 1; // half the pages populated, half never touched
-        int u = uffd::open_context(uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem,
-                                   uffd::level() != uffd::Level::full);
-        REQUIRE(u >= 0);
-        int pm = uffd::open_pagemap();
-        REQUIRE(pm >= 0);
-        REQUIRE(uffd::register_range(u, (uintptr_t)p, n, uffd::kModeWp) == 0);
+        Tracking t(p, n);
+        const int u = t.context, pm = t.pagemap;
         REQUIRE(uffd::write_protect(u, (uintptr_t)p, n) == 0);
         std::vector<uffd::Range> none, first, second;
         REQUIRE(uffd::scan_written(pm, (uintptr_t)p, n, true, none) == 0);
@@ -135,8 +153,6 @@ TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and
         REQUIRE(uffd::scan_written(pm, (uintptr_t)p, n, false, second) == 0);
         CHECK(pages(second, (uintptr_t)p) == "40-40 ");
         munmap(p, n);
-        close(pm);
-        close(u);
         if (fd >= 0) close(fd);
     }
     close(src);
@@ -144,10 +160,7 @@ TEST_CASE("PAGEMAP_SCAN finds every page written since write protection, CPU and
 
 TEST_CASE("on a private file mapping, the protecting scan lists exactly the copies, and later scans the pages written") {
     test::bring_up();
-    if (granted() == uffd::Level::none) {
-        CHECK(uffd::level() == uffd::Level::none);
-        return;
-    }
+    if (nothing_to_scan_with()) return;
     const size_t page = 4096, n = 64 * page;
     for (int kind = 1; kind < 3; kind++) {
         INFO((kind == 1 ? "memfd" : "file in the spill directory"));
@@ -164,12 +177,8 @@ TEST_CASE("on a private file mapping, the protecting scan lists exactly the copi
         p[20 * page] = 1;
         p[21 * page] = 1;
         p[40 * page] = 1;                                                 // pages 41-63: no entry
-        int u = uffd::open_context(uffd::kFeatureWpAsync | uffd::kFeatureWpUnpopulated | uffd::kFeatureWpShmem,
-                                   uffd::level() != uffd::Level::full);
-        REQUIRE(u >= 0);
-        int pm = uffd::open_pagemap();
-        REQUIRE(pm >= 0);
-        REQUIRE(uffd::register_range(u, (uintptr_t)p, n, uffd::kModeWp) == 0);
+        Tracking t(p, n);
+        const int pm = t.pagemap;
         std::vector<uffd::Range> copies, none, written;
         REQUIRE(uffd::protect_listing_copies(pm, (uintptr_t)p, n, copies) == 0);
         CHECK(pages(copies, (uintptr_t)p) == "4-4 20-21 40-40 ");
@@ -188,8 +197,6 @@ TEST_CASE("on a private file mapping, the protecting scan lists exactly the copi
         INFO("written: " << got);
         CHECK((got == "2-2 4-4 30-30 50-50 " || got == "2-2 4-4 30-30 50-50 60-60 "));
         munmap(p, n);
-        close(pm);
-        close(u);
         close(fd);
     }
 }
@@ -202,10 +209,7 @@ TEST_CASE("unregistering a range wakes every thread waiting in it, one whose fau
     // at a time, as a pull releases its batches, round after round; after
     // each round every thread must get on.
     test::bring_up();
-    if (granted() == uffd::Level::none) {
-        CHECK(uffd::level() == uffd::Level::none);
-        return;
-    }
+    if (nothing_to_scan_with()) return;
     const size_t n = size_t(4) << 20, batch = size_t(64) << 10;
     int fd = memfd_create("test_uffd_wake", MFD_CLOEXEC);
     REQUIRE(fd >= 0);

@@ -153,9 +153,12 @@ class Reader {
     void size(const toml::table &t, const char *name, const std::string &key, uint64_t &out) {
         const toml::node *n = t.get(name);
         if (!n) return;
-        if (auto i = n->value<int64_t>(); i && n->is_integer()) {
-            if (*i < 0) fail(n, key, "expected a non-negative size, got " + std::to_string(*i));
-            out = (uint64_t)*i;
+        // is_integer first: value<int64_t>() converts a float node, and one
+        // past int64's range is undefined behaviour (found by fuzz_config).
+        if (n->is_integer()) {
+            const int64_t i = *n->value<int64_t>();
+            if (i < 0) fail(n, key, "expected a non-negative size, got " + std::to_string(i));
+            out = (uint64_t)i;
             return;
         }
         if (!n->is_string()) fail(n, key, "expected a size string such as \"64MiB\"");

@@ -121,6 +121,14 @@ TEST_CASE("bad configs give one line naming file, line and key") {
     e = parse_error("threshold = \"1KiB\"");
     CHECK(e.find("at least") != std::string::npos);
 
+    // A float is no size; one past int64's range was converted (undefined
+    // behaviour) before it was refused (fuzz_config, CI run 70).
+    for (const char *text : {"threshold = 1.5e26", "threshold = 2.5"}) {
+        e = parse_error(text);
+        CHECK(e.find("key 'threshold'") != std::string::npos);
+        CHECK(e.find("expected a size string") != std::string::npos);
+    }
+
     e = parse_error("policy = \"fast\"");
     CHECK(e.find("\"disk\", \"memory\", \"anon\", \"auto\"") != std::string::npos);
 

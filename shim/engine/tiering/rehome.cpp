@@ -388,6 +388,18 @@ void set_chunk(uintptr_t a, uintptr_t b) {
     g_chunk_end.store(b);
 }
 
+// The tracked mover's before_swap: waits (1 s at most) for the O_DIRECT
+// reads into [at, at+n) it can see (a device writes the pages it pinned,
+// wherever they are mapped by then). Returns the nanoseconds waited.
+uint64_t wait_out_direct_reads(uintptr_t at, size_t n) {
+    const uint64_t w0 = monotonic_ns();
+    for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
+        timespec ts = {0, 5'000'000};
+        nanosleep(&ts, nullptr);
+    }
+    return monotonic_ns() - w0;
+}
+
 // The chunk [done, done+n) of the region moved by the tracked mover
 // (move_tracked.h, Level::full): 0, or an error with the chunk where it was.
 // queued: the chunk's tracking started, and its first copy was queued
@@ -484,12 +496,8 @@ int move_chunks(Region *r, SpillFile *dest, bool write_back, MoveResult *out) {
     TrackedMover tracked;
     uffd::Level level = tracked.begin();
     tracked.before_swap = [out](uintptr_t at, size_t n) {
-        uint64_t w0 = monotonic_ns();
-        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
-            timespec ts = {0, 5'000'000};
-            nanosleep(&ts, nullptr);
-        }
-        if (out) out->waited_ns += monotonic_ns() - w0;
+        uint64_t waited = wait_out_direct_reads(at, n);
+        if (out) out->waited_ns += waited;
     };
     DiskReader reader;
     bool reader_fits = to_memory && src.backing == Backing::disk;
@@ -1027,12 +1035,7 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
     // since the last pass.
     TrackedMover tracked;
     uffd::Level scheme = tracked.begin(shmem ? uffd::Level::full : uffd::Level::user_only);
-    tracked.before_swap = [](uintptr_t at, size_t n) {
-        for (int tries = 0; tries < 200 && read_in_flight(at, n, true); tries++) {
-            timespec ts = {0, 5'000'000};
-            nanosleep(&ts, nullptr);
-        }
-    };
+    tracked.before_swap = [](uintptr_t at, size_t n) { wait_out_direct_reads(at, n); };
     g_region_start.store(start);
     g_region_end.store(start + len);
     int rc = 0;

@@ -6,7 +6,8 @@
 // headroom between them: exactly one is promoted; a demotion that cannot
 // get disk space (a full spill filesystem) warns once, not at every look,
 // and every failed attempt is counted in the stats. Each job runs as
-// tiering_job (see its opening comment) in a fresh cgroup.
+// tiering_job (see its opening comment) in a fresh cgroup; a parent that
+// rewrites a buffer a forked child keeps survives a limit its copies pass.
 #include "memcg.h"
 #include "support.h"
 
@@ -276,4 +277,29 @@ TEST_CASE("a read(2) loop into a region tiering promotes, and into one it demote
             CHECK(k["io_short"] == "0");
         }
     }
+}
+
+TEST_CASE("a parent rewriting a buffer a forked child keeps: its copies move to disk, not into the OOM killer") {
+    std::string why;
+    auto cg = MemoryCgroup::create(&why);
+    REQUIRE(cg);
+    // 384 MiB rewritten twice in 256 MiB: the parent's copies of the child's
+    // snapshot are anonymous memory, past the limit long before the end
+    // (OOM-killed on the build before the snapshot spill).
+    REQUIRE(cg->set_limit(256 * MiB));
+    std::string log = spill_dir() + "/../tiering-fork-rewrite.log";
+    unlink(log.c_str());
+    std::string cfg = write_config("tiering-fork-rewrite", "[log]\nfile = \"" + log + "\"\n");
+    Run r;
+    r.out = run_helper({"fork-rewrite", "384", "2"}, &r.status,
+                       in_cgroup(*cg, {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_LOG=info"}));
+    std::string text = slurp(log);
+    INFO("exit status " << r.status << "\n" << r.out << "log:\n" << text);
+    REQUIRE(r.status == 0);
+    auto k = keys(r.out);
+    CHECK(k["backing"] == "1"); // a disk region, of its own file now
+    CHECK(k["truth"] == "ok");
+    CHECK(k["child_ok"] == "1"); // the child saw the bytes of the fork
+    CHECK(k["intact"] == "1");
+    CHECK(text.find("moved to a file of its own") != std::string::npos);
 }

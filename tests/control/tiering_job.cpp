@@ -56,6 +56,15 @@
 //       spillway_residency); just before the last buffer, how much of that
 //       one is; at the end the read phase's time and whether every word is
 //       intact.
+//   fork-rewrite REGION_MIB PASSES
+//       a parent that rewrites a large buffer while a forked child keeps
+//       its snapshot (issue 26's epochs job, small): fills a REGION (malloc,
+//       a disk region), forks a child that waits, then rewrites every page
+//       PASSES times (each page a copy of the parent's while the child
+//       lives); then the child checks that it still sees the bytes of the
+//       fork, and the parent that it sees its own. Prints the region's
+//       backing and truth after the passes, the passes' time, child_ok and
+//       intact.
 //   growth-io ... and want-promotion-io ...
 //       the same, while a thread pread(2)s 1 MiB from a file into the
 //       region's last MiB over and over (the kernel's stores into a region
@@ -76,6 +85,7 @@
 #include <fcntl.h>
 #include <string>
 #include <thread>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -462,6 +472,41 @@ int reread(size_t buffers, size_t buf_mib) {
     return 0;
 }
 
+int fork_rewrite(size_t region_mib, size_t passes) {
+    const size_t words = region_mib * MiB / 8, page_words = 4096 / 8;
+    auto *buf = (uint64_t *)malloc(region_mib * MiB);
+    if (!buf) return 3;
+    for (size_t i = 0; i < words; i++) buf[i] = mix(i);
+    int go[2], verdict[2];
+    if (pipe(go) != 0 || pipe(verdict) != 0) return 3;
+    pid_t pid = fork();
+    if (pid < 0) return 3;
+    if (pid == 0) { // sees the bytes of the fork, whatever the parent writes
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t bad = 0;
+        for (size_t i = 0; i < words; i++) bad += buf[i] != mix(i);
+        char ok = bad == 0 ? '1' : '0';
+        _exit(write(verdict[1], &ok, 1) == 1 ? 0 : 2);
+    }
+    auto t0 = Clock::now();
+    for (size_t pass = 1; pass <= passes; pass++)
+        for (size_t i = 0; i < words; i += page_words) // a word per page: each page a copy
+            for (size_t w = i; w < i + page_words; w++) buf[w] = mix(i) + pass;
+    printf("rewrite_ms=%.0f\nbacking=%d\ntruth=%s\n", ms_since(t0), spillway_backing(buf), truth(buf).c_str());
+    char ok = '0';
+    bool told = write(go[1], "g", 1) == 1 && read(verdict[0], &ok, 1) == 1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    printf("child_ok=%d\n", told && ok == '1' && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t bad = 0;
+    for (size_t i = 0; i < words; i += page_words)
+        for (size_t w = i; w < i + page_words; w++) bad += buf[w] != mix(i) + passes;
+    printf("intact=%d\n", bad == 0);
+    free(buf);
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -478,6 +523,8 @@ int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "paced-fill") == 0)
         return paced_fill(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && strcmp(argv[1], "reread") == 0) return reread(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
+    if (argc == 4 && strcmp(argv[1], "fork-rewrite") == 0)
+        return fork_rewrite(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && strcmp(argv[1], "hold") == 0)
         return hold(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))

@@ -6,6 +6,7 @@
 // the re-share is blocked (a memfd region); a region pinned at the fork stays
 // shared; a pin waits while prepare privatises; only a fork that left a
 // region shared keeps the tiering loop off older regions.
+#include "backing/backing.h"
 #include "fork_safety.h"
 #include "large/fork_snapshot.h"
 #include "large/large.h"
@@ -290,4 +291,119 @@ TEST_CASE("a region shared again while a thread reads into it: no read fails whe
         large_free(p);
     }
     close(source);
+}
+
+TEST_CASE("under memory pressure a snapshot moves to a file of its own while a thread writes; the child keeps its view") {
+    test::bring_up();
+    constexpr size_t kLen = 20 << 20, kPage = 4096, kPages = kLen / kPage;
+    constexpr size_t kCopied = 18 << 20; // above the spill's 16 MiB minimum
+    for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
+        bool use_small = false;
+        auto *p = (unsigned char *)large_alloc(kLen, 0, flags, &use_small);
+        REQUIRE(p);
+        memset(p, 'A', kLen);
+        Region *r = arena::region_at(p);
+        REQUIRE(r);
+        INFO((flags ? "memory" : "disk") << " region");
+        const SpillFile *old_file = r->file;
+        auto *few = filled_region(kLen, 'A'); // a snapshot with few copies: left alone
+        REQUIRE(few);
+        Region *few_r = arena::region_at(few);
+        int go_w = -1;
+        pid_t pid = fork_checking_child(p, kLen, &go_w);
+        REQUIRE(pid > 0);
+        REQUIRE(r->is_private);
+        REQUIRE(few_r->is_private);
+        memset(p, 'P', kCopied);
+        few[0] = 'P';
+        // A writer stamps one word into each page once, in a scattered
+        // order, a few microseconds apart, while the region moves: a store
+        // the move loses is never written again.
+        std::atomic<bool> stop{false};
+        std::vector<uint64_t> last(kPages, 0);
+        std::thread writer([&] {
+            for (uint64_t v = 1; v <= kPages && !stop.load(std::memory_order_relaxed); v++) {
+                size_t i = (size_t)(v * 7919) % kPages;
+                __atomic_store_n((uint64_t *)(p + i * kPage + 8), v, __ATOMIC_RELAXED);
+                last[i] = v;
+                timespec t0, t;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                do clock_gettime(CLOCK_MONOTONIC, &t);
+                while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 4000);
+            }
+        });
+        const uint64_t moved = snapshot_spill(1);
+        stop = true;
+        writer.join();
+        size_t stamped = 0;
+        for (uint64_t v : last) stamped += v != 0;
+        INFO(stamped << " pages stamped during the move");
+        CHECK(moved >= kCopied);
+        CHECK_FALSE(r->is_private);
+        CHECK(r->snapshot_gen == 0);
+        CHECK(r->file != old_file);
+        CHECK(r->backing == Backing::disk);
+        CHECK(few_r->is_private); // 4 KiB of copies: not worth a file
+        size_t wrong = 0, wrong_in_file = 0;
+        std::string page(kPage, '\0');
+        for (size_t i = 0; i < kPages; i++) {
+            std::string want(kPage, i * kPage < kCopied ? 'P' : 'A');
+            if (last[i]) memcpy(want.data() + 8, &last[i], 8);
+            wrong += memcmp(p + i * kPage, want.data(), kPage) != 0;
+            REQUIRE(pread(r->file->fd, page.data(), kPage, (off_t)(r->file_off + i * kPage)) == (ssize_t)kPage);
+            wrong_in_file += page != want;
+        }
+        CHECK(wrong == 0);
+        CHECK(wrong_in_file == 0);
+        CHECK(child_status(pid, go_w) == 0); // its view: every byte 'A'
+        CHECK(settled());
+        CHECK_FALSE(few_r->is_private);
+        p[1] = 'S'; // shared over its new file
+        CHECK(file_holds(r, 1, 1, 'S'));
+        large_free(few);
+        large_free(p);
+    }
+}
+
+TEST_CASE("a pool region moved to a file of its own keeps its pool range for the child, even once freed") {
+    test::bring_up();
+    constexpr size_t kLen = 2 << 20; // a pool region
+    auto *p = filled_region(kLen, 'A');
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    REQUIRE(r->file);
+    REQUIRE(r->file->pool);
+    SpillFile *pool = r->file;
+    const uint64_t off = r->file_off;
+    const uintptr_t start = r->start;
+    int go_w = -1;
+    pid_t pid = fork_checking_child(p, kLen, &go_w);
+    REQUIRE(pid > 0);
+    const uint64_t gen = r->snapshot_gen;
+    REQUIRE(gen != 0);
+    memset(p, 'P', kLen);
+    SpillFile *dest = nullptr;
+    REQUIRE(new_dedicated_disk_file(kLen, &dest) == 0);
+    MoveResult res;
+    REQUIRE(rehome_spill_snapshot(r, start, dest, &res) == 0);
+    CHECK(r->file == dest);
+    CHECK(r->left_pool == pool);
+    CHECK(r->left_pool_off == off);
+    CHECK(r->left_gen == gen);
+    CHECK(file_holds(r, 0, kLen, 'P'));
+    std::string buf(kLen, '\0');
+    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
+    CHECK(buf.find_first_not_of('A') == std::string::npos); // the child's
+    large_retire(r); // as the reaper would, after free(): held while the child lives
+    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
+    CHECK(buf.find_first_not_of('A') == std::string::npos);
+    auto *q = filled_region(kLen, 0);
+    REQUIRE(q);
+    CHECK((uintptr_t)q != start); // its addresses name the range: not handed out
+    CHECK(child_status(pid, go_w) == 0);
+    CHECK(settled());
+    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
+    CHECK(buf.find_first_not_of('\0') == std::string::npos); // released: a hole again
+    large_free(q);
 }

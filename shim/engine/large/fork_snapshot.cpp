@@ -16,11 +16,16 @@
 #include "registry/arena.h"
 #include "registry/probe_hold.h"
 #include "registry/region.h"
+#include "stats/stats.h"
+#include "access/sampler.h"
 #include "tiering/rehome.h"
+#include "tiering/writeback.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <vector>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -30,6 +35,8 @@
 namespace spillway {
 
 namespace {
+// A spill writes the whole region: not worth it for fewer copies.
+constexpr size_t kSpillMinCopies = size_t(16) << 20;
 // Open generations (under the large lock). A process with more children
 // alive at once than this keeps the regions of the extra forks private for
 // good (warned once): a descriptor per generation is the price of knowing.
@@ -227,7 +234,7 @@ void snapshot_fork_child(bool trusted) {
     for (size_t i = 0; i < g_open_count; i++) close(g_open[i].read_fd);
     g_open_count = 0;
     g_forever_newest = 0;
-    for (Region *r = registry_first(); r; r = r->next) r->snapshot_gen = 0;
+    for (Region *r = registry_first(); r; r = r->next) r->snapshot_gen = r->left_gen = 0;
     while (Region *r = g_held) {
         g_held = r->queue_next;
         if (r->file && !r->file->pool) close_spill_file(r->file); // this child's descriptor only
@@ -238,9 +245,13 @@ void snapshot_fork_child(bool trusted) {
 }
 
 bool snapshot_hold_retired(Region *r) {
-    if (!r->snapshot_gen) return false;
-    g_live.fetch_sub(1);
-    if (r->snapshot_gen > newest_open()) return false;
+    if (r->snapshot_gen) g_live.fetch_sub(1);
+    // The oldest generation that may map one of its ranges: its own file's
+    // (a snapshot) or the pool range a spill left (Region::left_gen).
+    uint64_t gen = r->snapshot_gen;
+    if (r->left_gen && (!gen || r->left_gen < gen)) gen = r->left_gen;
+    if (!gen || gen > newest_open()) return false;
+    r->snapshot_gen = gen; // what snapshot_settle compares
     r->queue_next = g_held;
     g_held = r;
     return true;
@@ -314,5 +325,90 @@ bool snapshot_settle() {
 }
 
 bool snapshot_regions_live() { return g_live.load(std::memory_order_relaxed) != 0; }
+
+void snapshot_count_out_retired(Region *r) {
+    if (r->snapshot_gen) g_live.fetch_sub(1);
+    r->snapshot_gen = 0;
+}
+
+namespace {
+// The parent's copies in [start, start+len): pages present and anonymous
+// in its private file mapping (/proc/self/pagemap). 0 when unreadable.
+size_t count_copies(int pagemap_fd, uintptr_t start, size_t len) {
+    constexpr size_t kPage = 4096, kBatch = 4096;
+    constexpr uint64_t kPresent = 1ull << 63, kFileOrShared = 1ull << 61;
+    static uint64_t entries[kBatch]; // the tiering thread's alone
+    size_t copies = 0;
+    for (size_t i = 0, pages = len / kPage; i < pages; i += kBatch) {
+        size_t k = std::min(kBatch, pages - i);
+        ssize_t got = pread(pagemap_fd, entries, k * 8, (off_t)((start / kPage + i) * 8));
+        if (got != (ssize_t)(k * 8)) return copies * kPage;
+        for (size_t j = 0; j < k; j++) copies += (entries[j] & kPresent) && !(entries[j] & kFileOrShared);
+    }
+    return copies * kPage;
+}
+} // namespace
+
+uint64_t snapshot_spill(uint64_t need) {
+    if (!snapshot_regions_live()) return 0;
+    struct Candidate {
+        Region *r;
+        uintptr_t start;
+        size_t len, copies;
+        Backing from;
+    };
+    std::vector<Candidate> cands;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        for (Region *r = registry_first(); r; r = r->next)
+            if (r->snapshot_gen && r->is_private && !r->freed.load() && !r->pins.load() && r->file)
+                cands.push_back({r, r->start, r->map_len, 0, r->backing});
+    }
+    int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (pagemap_fd < 0) return 0;
+    // A region gone meanwhile reads as no copies (nothing mapped there) or
+    // is refused by the spill's own check under the lock (-ESTALE).
+    for (Candidate &c : cands) c.copies = count_copies(pagemap_fd, c.start, c.len);
+    close(pagemap_fd);
+    std::sort(cands.begin(), cands.end(), [](const Candidate &a, const Candidate &b) { return a.copies > b.copies; });
+    uint64_t freed = 0;
+    for (const Candidate &c : cands) {
+        if (freed >= need || c.copies < kSpillMinCopies) break;
+        SpillFile *dest = nullptr;
+        if (int err = new_dedicated_disk_file(c.len, &dest)) {
+            static bool warned = false;
+            if (!warned) {
+                warned = true;
+                SPW_LOG(warn, "fork: memory is nearly exhausted and a large buffer's copies since the fork "
+                              "cannot move to disk (%s in %s), so the OOM killer may end the job: free space there",
+                        strerror(err), spill_dir_path().c_str());
+            }
+            break;
+        }
+        MoveResult res;
+        int rc = rehome_spill_snapshot(c.r, c.start, dest, &res);
+        if (rc != 0) {
+            close_spill_file(dest);
+            if (rc != -EBUSY && rc != -ESTALE)
+                SPW_LOG(warn, "fork: moving the copies of %zu MiB at %p to disk failed (%s) and was undone; "
+                              "they stay in memory and the OOM killer may end the job",
+                        c.len >> 20, (void *)c.start, strerror(-rc));
+            continue;
+        }
+        g_live.fetch_sub(1);
+        freed += c.copies;
+        stats_on_rehome(c.from, Backing::disk, c.len);
+        SPW_LOG(info, "fork: memory is short while forked children keep a snapshot: %zu MiB at %p, %zu MiB of "
+                      "it the parent's copies since the fork (anonymous memory), moved to a file of its own in "
+                      "%.0f ms (%s, accesses paused at most %.1f ms); the children keep the old one",
+                c.len >> 20, (void *)c.start, c.copies >> 20, res.total_ns / 1e6, res.scheme == uffd::Level::full ? "blocked" : res.scheme == uffd::Level::user_only ? "writes tracked" : "read-only chunks",
+                res.longest_chunk_ns / 1e6);
+    }
+    if (freed) {
+        sampler_notice(); // a disk region now: advice, read-ahead
+        writeback_notice(); // and paced writeback of its dirty pages
+    }
+    return freed;
+}
 
 } // namespace spillway

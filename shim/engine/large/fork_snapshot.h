@@ -24,6 +24,10 @@
 //    (rehome_reshare), and releases what was freed meanwhile.
 //  * While private a region has no tiering, pacing, page probes, recycling
 //    or control API (EPERM), as a fork child's own regions.
+//  * Under memory pressure while the children live, the parent's copies
+//    (anonymous memory) would get the job OOM-killed: the region moves to
+//    a new file of its own, mapped shared, and the children keep the old
+//    one (snapshot_spill).
 //
 // Invariants: the generation table, Region::snapshot_gen and the held list
 // change only under the large lock. A region with snapshot_gen g is mapped
@@ -72,5 +76,17 @@ bool snapshot_settle();
 // True while some live region is a snapshot (cheap: one atomic load), so
 // the control API can settle first when a child has already let go.
 bool snapshot_regions_live();
+
+// A retirement that cannot keep r's range (its addresses are lost): r no
+// longer counts as a live snapshot. Large lock held.
+void snapshot_count_out_retired(Region *r);
+
+// The tiering loop's hook under memory pressure (tiering_loop.h): the
+// parent's copies of snapshot pages are anonymous memory, which nothing
+// can reclaim while the children live. Moves the snapshot regions with the
+// most copies (16 MiB at least each) to files of their own
+// (rehome_spill_snapshot) until need bytes of copies have become page
+// cache; the children keep the old files. Returns the bytes of copies moved.
+uint64_t snapshot_spill(uint64_t need);
 
 } // namespace spillway

@@ -47,6 +47,7 @@ void large_init(const Settings &s) {
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     reaper_init(large_retire, close_spill_file);
     reaper_set_settle(snapshot_settle);
+    tiering_set_snapshot_spill(snapshot_spill);
     recycle_init();
 }
 
@@ -322,10 +323,12 @@ void large_retire(Region *r) {
     bool unmapped = arena::unmap_to_reserved(r->start, r->va_len);
     if (!unmapped) {
         int unmap_err = errno;
-        if (SpillFile *left = r->left_pool) release_backing({left->kind, left, r->left_pool_off}, r->left_pool_len);
+        // A range a fork child may map (Region::left_gen) is lost instead.
+        if (SpillFile *left = r->left_pool; left && !r->left_gen)
+            release_backing({left->kind, left, r->left_pool_off}, r->left_pool_len);
         r->left_pool = nullptr;
         std::lock_guard<std::mutex> guard(large_lock());
-        if (r->snapshot_gen) snapshot_hold_retired(r); // counted out; its file range is lost with its addresses
+        snapshot_count_out_retired(r); // its file range is lost with its addresses
         arena::unpublish(r->start, r->va_len);
         arena::lose(r->start, r->va_len, unmap_err);
         region_delete(r);

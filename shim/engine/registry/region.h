@@ -44,6 +44,10 @@ struct Region {
     SpillFile *left_pool = nullptr;
     uint64_t left_pool_off = 0;
     size_t left_pool_len = 0;
+    // The fork generation whose children may still map left_pool's range
+    // (a snapshot moved to a file of its own, rehome_spill_snapshot): the
+    // retirement waits for them as for snapshot_gen. 0: none.
+    uint64_t left_gen = 0;
     CallSite *site = nullptr;
     bool is_private = false; // mapped MAP_PRIVATE (a fork child's view, or a parent's snapshot): never write back
     // The fork generation at which the parent made this region private

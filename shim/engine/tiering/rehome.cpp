@@ -987,9 +987,37 @@ int map_over(uintptr_t a, size_t n, int fd, off_t off, int share) {
     void *q = mmap((void *)a, n, PROT_READ | PROT_WRITE, share | MAP_FIXED, fd, off);
     return q == MAP_FAILED ? -errno : 0;
 }
-} // namespace
 
-int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
+// Puts [start, start+n), mapped shared over dest at dest_off, back to a
+// private mapping of fd at off holding the same bytes (a failed spill's
+// undo): writers wait in on_segv while the copy is made at a spare address,
+// which then replaces the range in one mremap. 0 or -errno (the range is as
+// it was).
+int unspill(uintptr_t start, size_t n, int fd, off_t off, int dest_fd, off_t dest_off) {
+    set_chunk(start, start + n);
+    int rc = mprotect((void *)start, n, PROT_READ) == 0 ? 0 : -errno;
+    void *spare = MAP_FAILED, *view = MAP_FAILED;
+    if (rc == 0) spare = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, off);
+    if (rc == 0 && spare != MAP_FAILED) view = mmap(nullptr, n, PROT_READ, MAP_SHARED, dest_fd, dest_off);
+    if (rc == 0 && (spare == MAP_FAILED || view == MAP_FAILED)) rc = -errno;
+    if (rc == 0) {
+        memcpy(spare, view, n);
+        if (mremap(spare, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) == MAP_FAILED) rc = -errno;
+        else spare = MAP_FAILED;
+    }
+    if (view != MAP_FAILED) munmap(view, n);
+    if (spare != MAP_FAILED) munmap(spare, n);
+    if (rc != 0) mprotect((void *)start, n, PROT_READ | PROT_WRITE);
+    set_chunk(0, 0);
+    return rc;
+}
+
+bool always_due(const Region *) { return true; }
+
+// rehome_reshare's and rehome_spill_snapshot's way. into: nullptr to share
+// r's own file again (it holds every byte but the parent's copies), or a
+// new file the whole region is written into (the child keeps the old one).
+int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillFile *into, MoveResult *out) {
     if (g_untrusted) return -EPERM;
     AsyncSignalsBlocked no_signals;
     std::lock_guard<std::mutex> move_guard(g_move_lock); // no fork (and so no new generation) while held
@@ -1018,7 +1046,11 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
         len = r->map_len;
         advice = r->advice.load();
         shmem = r->backing == Backing::memory;
+        if (into) g_moving_to.store((uint8_t)into->kind);
     }
+    // Where the bytes go: the region's own file, or the new one.
+    const int dest_fd = into ? into->fd : fd;
+    const off_t dest_base = into ? 0 : file_off;
     auto done = [&](int rc) {
         r->moving.store(false);
         g_moving_region.store(nullptr);
@@ -1041,20 +1073,28 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
     int rc = 0;
     const uint64_t t0 = monotonic_ns();
     uint64_t longest_ns = 0; // the longest an access to a chunk could have waited (or failed, read-only)
-    size_t copied = 0;       // the parent's copies written into the file
+    uint64_t protected_ns = 0;
+    size_t copied = 0;       // the parent's copies (a spill: every byte) written into the file
     size_t recopied = 0;     // written again while a chunk was tracked
     size_t shared = 0; // [start, start+shared) is mapped shared again
     while (shared < len && rc == 0) {
         const uintptr_t a = start + shared;
         const size_t n = std::min(kChunk, len - shared);
         const off_t off = file_off + (off_t)shared;
+        const off_t dest_off = dest_base + (off_t)shared;
         TrackedPause pause;
         // Tracking starts in the step that lists the parent's copies
         // (move_tracked.h start_tracking_listing), and the first copy writes
         // those: a store meanwhile marks its page, copied again.
         std::vector<uffd::Range> own;
         int t = scheme == uffd::Level::none ? -ENOTSUP : tracked.start_tracking_listing(a, n, own);
+        // A spill writes the whole chunk as the parent sees it (the old
+        // file's bytes and its copies); a store meanwhile is tracked.
         auto first = [&]() -> int {
+            if (into) {
+                copied += n;
+                return write_all(dest_fd, (const char *)a, n, dest_off);
+            }
             for (const uffd::Range &c : own) {
                 if (int e = write_all(fd, (const char *)c.start, c.end - c.start, off + (off_t)(c.start - a))) return e;
                 copied += c.end - c.start;
@@ -1062,7 +1102,7 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
             return 0;
         };
         if (t == 0 && scheme == uffd::Level::full) {
-            t = tracked.block(a, n, true, fd, (uint64_t)off, first, &pause, true);
+            t = tracked.block(a, n, true, dest_fd, (uint64_t)dest_off, first, &pause, true);
             recopied += pause.recopied;
             longest_ns = std::max(longest_ns, pause.longest_ns);
             if (t == 0) { // the range maps the file shared (map_region_in_place)
@@ -1070,7 +1110,7 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
                 continue;
             }
         } else if (t == 0) {
-            t = tracked.track_and_copy(a, n, fd, (uint64_t)off, first, &pause, true);
+            t = tracked.track_and_copy(a, n, dest_fd, (uint64_t)dest_off, first, &pause, true);
             recopied += pause.recopied;
         }
         // Else the chunk is private as it was, untracked: it, and the rest,
@@ -1084,18 +1124,23 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
             scheme = uffd::Level::none;
         }
         // A read(2) into a read-only chunk fails (rehome.h): one blocked in
-        // it now is waited out (100 ms at most; then the next tick tries).
+        // it now is waited out (100 ms at most; then the next tick tries;
+        // a spill, which cannot start over cheaply, waits 2 s).
         for (int i = 0; read_in_flight(a, n) && rc == 0; i++) {
-            if (i == 100) rc = -EBUSY;
+            if (i == (into ? 2000 : 100)) rc = -EBUSY;
             else usleep(1000);
         }
         set_chunk(a, a + n); // writers into it wait in on_segv from now on
         if (rc == 0 && mprotect((void *)a, n, PROT_READ) != 0) rc = -errno;
         const uint64_t protected_at = monotonic_ns();
         // Narrowed: only what was written since the last pass; else every copy.
-        if (rc == 0)
-            rc = narrow ? tracked.copy_written(a, n, fd, (uint64_t)off, &pause)
-                        : write_back_copies(pagemap_fd, a, n, fd, off, &copied);
+        if (rc == 0 && narrow) rc = tracked.copy_written(a, n, dest_fd, (uint64_t)dest_off, &pause);
+        else if (rc == 0 && into) {
+            rc = write_all(dest_fd, (const char *)a, n, dest_off);
+            copied += n;
+        } else if (rc == 0) {
+            rc = write_back_copies(pagemap_fd, a, n, fd, off, &copied);
+        }
         // The file now holds every byte of the chunk: either mapping of it
         // shows the same bytes. The chunk's copies leave the range first, in
         // one step that only moves page tables (mremap MREMAP_DONTUNMAP; a
@@ -1104,10 +1149,14 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
         // read-only mapping still takes faults, and a kernel store into the
         // range failed with EFAULT for the whole of it (0.4-6 ms per 16 MiB
         // of copies here, hundreds of failed reads in test_fork_snapshot).
-        void *copies = rc == 0 ? set_aside(a, n) : nullptr;
+        // A spill maps the new file straight over them: with the copies set
+        // aside, a read would fault in the old file's page, which the
+        // parent's copy had replaced.
+        void *copies = rc == 0 && !into ? set_aside(a, n) : nullptr;
         // A kernel store fails from the mprotect until the map.
-        if (rc == 0) rc = map_over(a, n, fd, off, MAP_SHARED);
+        if (rc == 0) rc = map_over(a, n, dest_fd, dest_off, MAP_SHARED);
         longest_ns = std::max(longest_ns, monotonic_ns() - protected_at);
+        protected_ns += monotonic_ns() - protected_at;
         if (rc != 0) {
             // Back to private, as a whole: [start, a) holds the file's
             // bytes, and this chunk's copies are still mapped (read-only)
@@ -1117,7 +1166,10 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
             int err = mprotect((void *)a, n, PROT_READ | PROT_WRITE) != 0 &&
                       map_over(a, n, fd, off, MAP_PRIVATE) != 0;
             if (narrow) tracked.forget(a, n);
-            if (shared) err = map_over(start, shared, fd, file_off, MAP_PRIVATE) || err;
+            // The chunks already shared: the old file holds their bytes
+            // (a re-share), or the new one does (a spill: copied back).
+            if (shared && into) err = unspill(start, shared, fd, file_off, dest_fd, dest_base) != 0 || err;
+            else if (shared) err = map_over(start, shared, fd, file_off, MAP_PRIVATE) || err;
             if (err || copies)
                 SPW_LOG(error, "fork snapshot: could not map region %p privately again after a failed re-share (%s); "
                                "its bytes may be wrong: report this with the log",
@@ -1136,16 +1188,56 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
     close(pagemap_fd);
     if (rc == 0) {
         if (advice) madvise((void *)start, len, advice); // a new mapping starts MADV_NORMAL
-        SPW_LOG(debug, "fork snapshot: %zu MiB at %p shared again in %.1f ms (%s), %zu KiB of the parent's copies "
-                       "written back and %zu KiB written meanwhile; an access to a chunk %s at most %.3f ms",
-                len >> 20, (void *)start, (monotonic_ns() - t0) / 1e6, scheme_name(scheme), copied >> 10,
-                recopied >> 10, scheme == uffd::Level::full ? "waited" : "was refused a kernel store for",
-                longest_ns / 1e6);
-        std::lock_guard<std::mutex> guard(large_lock());
-        r->is_private = false;
-        r->snapshot_gen = 0;
+        SPW_LOG(debug, "fork snapshot: %zu MiB at %p %s in %.1f ms (%s), %zu KiB %s and %zu KiB written "
+                       "meanwhile; an access to a chunk %s at most %.3f ms",
+                len >> 20, (void *)start, into ? "moved to a file of its own" : "shared again",
+                (monotonic_ns() - t0) / 1e6, scheme_name(scheme), copied >> 10,
+                into ? "written" : "of the parent's copies written back", recopied >> 10,
+                scheme == uffd::Level::full ? "waited" : "was refused a kernel store for", longest_ns / 1e6);
+        SpillFile *old_file = nullptr;
+        {
+            std::lock_guard<std::mutex> guard(large_lock());
+            if (into) {
+                old_file = r->file;
+                if (old_file->pool && !r->left_pool) {
+                    // Born in the pool: its range is punched when the region
+                    // is retired, and not before the children of its
+                    // generation are gone (fork_snapshot.h).
+                    r->left_pool = old_file;
+                    r->left_pool_off = r->file_off;
+                    r->left_pool_len = len;
+                    r->left_gen = r->snapshot_gen;
+                    old_file = nullptr;
+                }
+                r->file = into;
+                r->file_off = 0;
+                r->backing = into->kind;
+            }
+            r->is_private = false;
+            r->snapshot_gen = 0;
+        }
+        // A file of its own: the children hold their own descriptors and
+        // mappings of it, which keep it (and its blocks) for them.
+        release_left_file(old_file);
+    }
+    if (out) {
+        out->total_ns = monotonic_ns() - t0;
+        out->longest_chunk_ns = longest_ns;
+        out->protected_ns = protected_ns;
+        out->bytes = copied;
+        out->recopied_bytes = recopied;
+        out->scheme = scheme;
     }
     return done(rc);
+}
+} // namespace
+
+int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
+    return reshare_into(r, start, due, nullptr, nullptr);
+}
+
+int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResult *out) {
+    return reshare_into(r, start, always_due, dest, out);
 }
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {

@@ -103,6 +103,19 @@ int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const
 // untrusted fork child) or -errno (r stays private, as it was).
 int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *));
 
+// Moves a parent's fork snapshot to dest, a new reserved file at least
+// r->map_len long, while the children still map the old one: every byte as
+// the parent sees it (the old file's and the parent's copies) is written
+// into dest, and dest is mapped shared over r, chunk by chunk, as
+// rehome_reshare does (the same tracking, blocking and windows). The
+// parent's copies, anonymous memory the cgroup cannot reclaim, become page
+// cache of dest. r is shared (no longer private) afterwards, backed by
+// dest; the old file stays the children's. A pool range is kept for them
+// (Region::left_gen); a file of its own is released (their descriptors and
+// mappings keep it). 0, -ESTALE, -EBUSY, -EPERM or -errno (r stays
+// private over its old file, as it was; dest is the caller's to close).
+int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResult *out);
+
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)
 // only if it is still live, not pinned, not private, and (without

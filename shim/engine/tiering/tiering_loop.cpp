@@ -223,6 +223,7 @@ uint64_t make_room(const Snapshot *snap, unsigned n, size_t promoted, uint64_t w
 // full disk: every 100 ms): each warning is said once per errno, and every
 // failure is counted in the stats (failed_promotions, failed_demotions).
 RepeatedWarning g_promote_failed, g_demote_no_file, g_demote_failed;
+SnapshotSpillFn g_snapshot_spill = nullptr; // tiering_set_snapshot_spill
 
 // The end of the line of a move that failed and was undone.
 const char *move_remedy(int err) {
@@ -450,7 +451,8 @@ unsigned tick(State &st) {
     st.have_events = p.readable;
     st.events = events;
 
-    if (n == 0) return ts.interval_ms;
+    // With no region to move, a fork snapshot's copies may still be moved.
+    if (n == 0 && !g_snapshot_spill) return ts.interval_ms;
 
     PressureInput in;
     in.limited = true;
@@ -471,8 +473,14 @@ unsigned tick(State &st) {
     if (v.reason == DemoteReason::growing && fill_measured && !fill_known && !kernel) return ts.interval_ms;
     if (v.reason != DemoteReason::none) {
         if (!disk_usable()) return ts.interval_ms;
-        bool moved = false;
-        for (size_t i : plan_demotions(cands, v.need, ts)) moved |= demote(snap[i], v, in, monotonic_ns(), &st.demote_rate);
+        // A fork snapshot's copies first: anonymous memory that nothing else
+        // can free while the children live, and growing while the parent
+        // writes (tests/programs/fork_snapshot spill).
+        uint64_t spilled = g_snapshot_spill ? g_snapshot_spill(v.need) : 0;
+        bool moved = spilled > 0;
+        if (spilled < v.need)
+            for (size_t i : plan_demotions(cands, v.need - spilled, ts))
+                moved |= demote(snap[i], v, in, monotonic_ns(), &st.demote_rate);
         if (moved) st.have_prev = false; // the move itself changed usage: no growth from it
         return moved ? 0 : ts.interval_ms; // look again at once: was it enough?
     }
@@ -504,6 +512,7 @@ void *tiering_main(void *) {
 } // namespace
 
 void tiering_init(const Settings &s) { g_settings = &s; }
+void tiering_set_snapshot_spill(SnapshotSpillFn fn) { g_snapshot_spill = fn; }
 
 void tiering_notice() {
     // The large path is active: started (the settings are known), its arena

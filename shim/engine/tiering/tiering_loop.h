@@ -32,6 +32,13 @@ void tiering_notice();
 void tiering_stop();
 void tiering_after_fork_child(bool trusted); // untrusted: never starts, moves nothing
 
+// Under memory pressure, before any demotion: a hook from the layer above
+// (large/fork_snapshot.h snapshot_spill) that turns up to need bytes of
+// anonymous memory the fork snapshots hold into page cache, and returns
+// how many. Set once at start-up.
+using SnapshotSpillFn = uint64_t (*)(uint64_t need);
+void tiering_set_snapshot_spill(SnapshotSpillFn fn);
+
 // For benchmarks and tests: CPU time the controller has used, and its ticks.
 uint64_t tiering_cpu_ns();
 uint64_t tiering_ticks();

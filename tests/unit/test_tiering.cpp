@@ -1,6 +1,7 @@
 // test_tiering.cpp — the tiering rules (shim/engine/tiering/tiering.h): what is promoted,
-// in which order, within which room and rate; when pressure demotes and
-// what goes first; cooldowns against thrash.
+// in which order, within which room and rate (twice the room for a region
+// a fork's copies once pressed); when pressure demotes and what goes first;
+// cooldowns against thrash.
 #include "tiering/tiering.h"
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,20 @@ TEST_CASE("short room: the most benefit per byte goes first; what does not fit i
     CHECK(plan[0] == 1); // best benefit
     CHECK(plan[1] == 2); // 512 does not fit in the 144 MiB left, 128 does
     CHECK(plan_promotions(c, 100 * MiB, 1e12, 100 * S, s).empty());
+}
+
+TEST_CASE("a region whose fork snapshot once pressed needs room for twice its size") {
+    TierSettings s;
+    std::vector<TierCandidate> c = {disk_random(768, 1000)};
+    CHECK(plan_promotions(c, 785 * MiB, 1e12, 100 * S, s).size() == 1);
+    c[0].forked_copies = true; // the epochs job after its first epoch: 785 MiB of room
+    CHECK(plan_promotions(c, 785 * MiB, 1e12, 100 * S, s).empty());
+    CHECK(plan_promotions(c, 1536 * MiB, 1e12, 100 * S, s).size() == 1);
+    // Room for it once only: a smaller region that fits still goes.
+    c.push_back(disk_random(256, 100));
+    auto plan = plan_promotions(c, 785 * MiB, 1e12, 100 * S, s);
+    REQUIRE(plan.size() == 1);
+    CHECK(plan[0] == 1);
 }
 
 TEST_CASE("the promotion rate limits bytes per second; a region larger than a second's worth waits for a full budget") {

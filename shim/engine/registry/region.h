@@ -48,6 +48,10 @@ struct Region {
     // (a snapshot moved to a file of its own, rehome_spill_snapshot): the
     // retirement waits for them as for snapshot_gen. 0: none.
     uint64_t left_gen = 0;
+    // A fork snapshot of it once had to move to disk under memory pressure
+    // (rehome_spill_snapshot): this process forks while it writes the
+    // region, so a promotion needs room for its copies too (tiering.h).
+    bool snapshot_spilled = false;
     CallSite *site = nullptr;
     bool is_private = false; // mapped MAP_PRIVATE (a fork child's view, or a parent's snapshot): never write back
     // The fork generation at which the parent made this region private

@@ -1212,6 +1212,7 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
                 r->file = into;
                 r->file_off = 0;
                 r->backing = into->kind;
+                r->snapshot_spilled = true;
             }
             r->is_private = false;
             r->snapshot_gen = 0;

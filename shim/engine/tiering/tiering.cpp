@@ -38,7 +38,7 @@ std::vector<size_t> plan_promotions(const std::vector<TierCandidate> &c, uint64_
     std::vector<size_t> plan;
     for (size_t i : eligible) {
         uint64_t bytes = c[i].bytes;
-        if (bytes > room) continue; // a smaller, less useful one may still fit
+        if ((c[i].forked_copies ? 2 * bytes : bytes) > room) continue; // a smaller, less useful one may still fit
         double need = (double)std::min<uint64_t>(bytes, s.promote_rate);
         if (tokens < need) break; // the rate budget is spent: the best waits for it
         plan.push_back(i);

@@ -6,7 +6,12 @@
 // into memory while the cgroup has room for it: limit, minus unreclaimable
 // usage, minus memory.reserve, minus what other processes of the cgroup
 // have claimed. When the room is short, the candidates with the
-// most benefit (pages faulted in per second per byte) go first.
+// most benefit (pages faulted in per second per byte) go first. A region
+// whose fork snapshot once had to move to disk (the process forks children
+// while it writes the region: a DataLoader's epochs) needs room for twice
+// its size: at the next fork the children keep the memfd and the parent's
+// copies grow beside it, which promoting into the room for one only would
+// have the job OOM-killed (the epochs job, epoch 2 at 1.5 GiB).
 // Demotion: when unreclaimable usage comes within demote_margin of the
 // limit, or would reach it within horizon_ms at its current growth rate, or
 // the kernel reports pressure (cgroup v2 memory.events max/oom, PSI), memory
@@ -42,6 +47,7 @@ struct TierCandidate {
     uint64_t last_move_ns = 0;    // 0: never moved by tiering
     unsigned moves = 0;           // tiering moves of this region so far
     uint64_t born_ns = 0;         // Region::born_ns: its allocation
+    bool forked_copies = false;   // Region::snapshot_spilled: a fork's copies of it once pressed
 };
 
 // When a memory or anon region came into memory: its last move (for it,

@@ -360,6 +360,20 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
         CHECK_FALSE(few_r->is_private);
         p[1] = 'S'; // shared over its new file
         CHECK(file_holds(r, 1, 1, 'S'));
+        // Its copies pressed once: at the next fork it moves at once, with
+        // no pressure asked (the tiering loop's look), before they grow.
+        memset(p, 'A', kLen);
+        const SpillFile *second = r->file;
+        pid = fork_checking_child(p, kLen, &go_w);
+        REQUIRE(pid > 0);
+        REQUIRE(r->is_private);
+        CHECK(snapshot_spill(0) > 0);
+        CHECK_FALSE(r->is_private);
+        CHECK(r->file != second);
+        memset(p, 'Q', kLen);
+        CHECK(file_holds(r, 0, kLen, 'Q'));
+        CHECK(child_status(pid, go_w) == 0); // every byte 'A' still
+        CHECK(settled());
         large_free(few);
         large_free(p);
     }

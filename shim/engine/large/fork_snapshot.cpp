@@ -356,24 +356,34 @@ uint64_t snapshot_spill(uint64_t need) {
         uintptr_t start;
         size_t len, copies;
         Backing from;
+        bool early; // spilled at an earlier fork: goes at once, before its copies press
     };
     std::vector<Candidate> cands;
+    bool any_early = false;
     {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r; r = r->next)
-            if (r->snapshot_gen && r->is_private && !r->freed.load() && !r->pins.load() && r->file)
-                cands.push_back({r, r->start, r->map_len, 0, r->backing});
+            if (r->snapshot_gen && r->is_private && !r->freed.load() && !r->pins.load() && r->file) {
+                cands.push_back({r, r->start, r->map_len, 0, r->backing, r->snapshot_spilled});
+                any_early = any_early || r->snapshot_spilled;
+            }
     }
-    int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (pagemap_fd < 0) return 0;
-    // A region gone meanwhile reads as no copies (nothing mapped there) or
-    // is refused by the spill's own check under the lock (-ESTALE).
-    for (Candidate &c : cands) c.copies = count_copies(pagemap_fd, c.start, c.len);
-    close(pagemap_fd);
-    std::sort(cands.begin(), cands.end(), [](const Candidate &a, const Candidate &b) { return a.copies > b.copies; });
+    if (!need && !any_early) return 0;
+    {
+        int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+        if (pagemap_fd < 0) return 0;
+        // A region gone meanwhile reads as no copies (nothing mapped there)
+        // or is refused by the spill's own check under the lock (-ESTALE).
+        for (Candidate &c : cands)
+            if (need || c.early) c.copies = count_copies(pagemap_fd, c.start, c.len);
+        close(pagemap_fd);
+    }
+    std::sort(cands.begin(), cands.end(), [](const Candidate &a, const Candidate &b) {
+        return a.early != b.early ? a.early : a.copies > b.copies;
+    });
     uint64_t freed = 0;
     for (const Candidate &c : cands) {
-        if (freed >= need || c.copies < kSpillMinCopies) break;
+        if (!c.early && (freed >= need || c.copies < kSpillMinCopies)) break;
         SpillFile *dest = nullptr;
         if (int err = new_dedicated_disk_file(c.len, &dest)) {
             static bool warned = false;
@@ -396,11 +406,13 @@ uint64_t snapshot_spill(uint64_t need) {
             continue;
         }
         g_live.fetch_sub(1);
-        freed += c.copies;
+        freed += std::max<size_t>(c.copies, 1); // moved, even if early enough to find no copy
         stats_on_rehome(c.from, Backing::disk, c.len);
-        SPW_LOG(info, "fork: memory is short while forked children keep a snapshot: %zu MiB at %p, %zu MiB of "
-                      "it the parent's copies since the fork (anonymous memory), moved to a file of its own in "
-                      "%.0f ms (%s, accesses paused at most %.1f ms); the children keep the old one",
+        SPW_LOG(info, "fork: %s: %zu MiB at %p, %zu MiB of it the parent's copies since the fork (anonymous "
+                      "memory), moved to a file of its own in %.0f ms (%s, accesses paused at most %.1f ms); the "
+                      "children keep the old one",
+                c.early ? "a buffer whose copies pressed at an earlier fork, early"
+                        : "memory is short while forked children keep a snapshot",
                 c.len >> 20, (void *)c.start, c.copies >> 20, res.total_ns / 1e6, res.scheme == uffd::Level::full ? "blocked" : res.scheme == uffd::Level::user_only ? "writes tracked" : "read-only chunks",
                 res.longest_chunk_ns / 1e6);
     }

@@ -1088,14 +1088,25 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         // those: a store meanwhile marks its page, copied again.
         std::vector<uffd::Range> own;
         int t = scheme == uffd::Level::none ? -ENOTSUP : tracked.start_tracking_listing(a, n, own);
-        // A spill writes the whole chunk as the parent sees it (the old
-        // file's bytes and its copies); a store meanwhile is tracked.
+        // A spill writes the whole chunk as the parent sees it: the old
+        // file's bytes, in the kernel (copy_file_range: the file is frozen,
+        // and read in large requests), then the copies over them; a store
+        // meanwhile is tracked. Through the mapping instead, a page the
+        // parent never wrote faults in alone (a random-access region is
+        // advised so): 13-17 s for 768 MiB under a memory limit.
         auto first = [&]() -> int {
             if (into) {
                 copied += n;
-                return write_all(dest_fd, (const char *)a, n, dest_off);
+                if (copy_range(fd, off, dest_fd, dest_off, n) != 0)
+                    return write_all(dest_fd, (const char *)a, n, dest_off);
             }
             for (const uffd::Range &c : own) {
+                if (into) {
+                    if (int e = write_all(dest_fd, (const char *)c.start, c.end - c.start,
+                                          dest_off + (off_t)(c.start - a)))
+                        return e;
+                    continue;
+                }
                 if (int e = write_all(fd, (const char *)c.start, c.end - c.start, off + (off_t)(c.start - a))) return e;
                 copied += c.end - c.start;
             }
@@ -1136,8 +1147,10 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         // Narrowed: only what was written since the last pass; else every copy.
         if (rc == 0 && narrow) rc = tracked.copy_written(a, n, dest_fd, (uint64_t)dest_off, &pause);
         else if (rc == 0 && into) {
-            rc = write_all(dest_fd, (const char *)a, n, dest_off);
             copied += n;
+            rc = copy_range(fd, off, dest_fd, dest_off, n) == 0
+                     ? write_back_copies(pagemap_fd, a, n, dest_fd, dest_off, &recopied)
+                     : write_all(dest_fd, (const char *)a, n, dest_off);
         } else if (rc == 0) {
             rc = write_back_copies(pagemap_fd, a, n, fd, off, &copied);
         }

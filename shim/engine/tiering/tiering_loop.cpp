@@ -398,6 +398,12 @@ unsigned tick(State &st) {
             promote(snap, n, i, f.where, false, settings.memory_reserve, monotonic_ns());
         return ts.interval_ms;
     }
+    // A region whose fork copies pressed before moves as soon as it is
+    // frozen again (large/fork_snapshot.h): not counted as growth.
+    if (g_snapshot_spill && g_snapshot_spill(0)) {
+        st.have_prev = false;
+        f = read_memory_figures();
+    }
     uint64_t unreclaimable = f.unreclaimable();
     Snapshot snap[kMaxCandidates];
     unsigned n = snapshot(snap, ts.min_size);

@@ -81,10 +81,11 @@ int forked(const std::function<void()> &in_child) {
     return WEXITSTATUS(status);
 }
 
-// A region of len bytes, each `byte`.
-unsigned char *filled_region(size_t len, unsigned char byte) {
+// A region of len bytes, each `byte` (flags: spillway_alloc's, to ask for
+// a memory region).
+unsigned char *filled_region(size_t len, unsigned char byte, unsigned flags = 0) {
     bool use_small = false;
-    auto *p = (unsigned char *)large_alloc(len, 0, 0, &use_small);
+    auto *p = (unsigned char *)large_alloc(len, 0, flags, &use_small);
     if (p) memset(p, byte, len);
     return p;
 }
@@ -102,6 +103,56 @@ bool file_holds(const Region *r, size_t off, size_t n, unsigned char byte) {
     std::string buf(n, '\0');
     if (pread(r->file->fd, buf.data(), n, (off_t)(r->file_off + off)) != (ssize_t)n) return false;
     return buf.find_first_not_of((char)byte) == std::string::npos;
+}
+
+constexpr size_t kPoolLen = 2 << 20; // a pool region
+
+// A pool region of 'A's, forked over by a child that checks it at its go.
+struct ForkedPoolRegion {
+    unsigned char *p = nullptr;
+    Region *r = nullptr;
+    SpillFile *pool = nullptr;
+    uint64_t off = 0;
+    uintptr_t start = 0;
+    pid_t pid = -1;
+    int go_w = -1;
+};
+
+ForkedPoolRegion fork_over_pool_region() {
+    ForkedPoolRegion f;
+    f.p = filled_region(kPoolLen, 'A');
+    REQUIRE(f.p);
+    f.r = arena::region_at(f.p);
+    REQUIRE(f.r);
+    REQUIRE(f.r->file);
+    REQUIRE(f.r->file->pool);
+    f.pool = f.r->file;
+    f.off = f.r->file_off;
+    f.start = f.r->start;
+    f.pid = fork_checking_child(f.p, kPoolLen, &f.go_w);
+    REQUIRE(f.pid > 0);
+    return f;
+}
+
+bool pool_range_holds(const ForkedPoolRegion &f, char byte) {
+    std::string buf(kPoolLen, '\0');
+    return pread(f.pool->fd, buf.data(), kPoolLen, (off_t)f.off) == (ssize_t)kPoolLen &&
+           buf.find_first_not_of(byte) == std::string::npos;
+}
+
+// Retires the region (as the reaper would, after free()) while its child
+// lives: the pool range stays the child's, neither punched nor handed out
+// again at its addresses, until the child ends; then it is a hole again.
+void retire_held_until_child_ends(ForkedPoolRegion &f) {
+    large_retire(f.r);
+    CHECK(pool_range_holds(f, 'A'));
+    auto *q = filled_region(kPoolLen, 0);
+    REQUIRE(q);
+    CHECK((uintptr_t)q != f.start); // its addresses name the range
+    CHECK(child_status(f.pid, f.go_w) == 0);
+    CHECK(settled());
+    CHECK(pool_range_holds(f, '\0'));
+    large_free(q);
 }
 
 } // namespace
@@ -138,33 +189,8 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
 
 TEST_CASE("a region freed while a child maps it keeps its file range until the child ends") {
     test::bring_up();
-    constexpr size_t kLen = 2 << 20; // a pool region
-    auto *p = filled_region(kLen, 'A');
-    REQUIRE(p);
-    Region *r = arena::region_at(p);
-    REQUIRE(r);
-    REQUIRE(r->file);
-    REQUIRE(r->file->pool);
-    SpillFile *pool = r->file;
-    const uint64_t off = r->file_off;
-    const uintptr_t start = r->start;
-    int go_w = -1;
-    pid_t pid = fork_checking_child(p, kLen, &go_w);
-    REQUIRE(pid > 0);
-    large_retire(r); // as the reaper would, after free()
-    // Held: not punched, and its addresses not handed out again.
-    std::string buf(kLen, '\0');
-    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
-    CHECK(buf.find_first_not_of('A') == std::string::npos);
-    auto *q = filled_region(kLen, 0);
-    REQUIRE(q);
-    CHECK((uintptr_t)q != start);
-    CHECK(child_status(pid, go_w) == 0);
-    CHECK(settled());
-    // Released: the range is a hole again.
-    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
-    CHECK(buf.find_first_not_of('\0') == std::string::npos);
-    large_free(q);
+    ForkedPoolRegion f = fork_over_pool_region();
+    retire_held_until_child_ends(f);
 }
 
 TEST_CASE("a child that execs lets go at once: the control API takes the region at its next call") {
@@ -244,10 +270,8 @@ TEST_CASE("a region shared again while a thread reads into it: no read fails whe
     std::string page(kPage, 'R');
     REQUIRE(pwrite(source, page.data(), kPage, 0) == (ssize_t)kPage);
     for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
-        bool use_small = false;
-        auto *p = (unsigned char *)large_alloc(kLen, 0, flags, &use_small);
+        auto *p = filled_region(kLen, 'A', flags);
         REQUIRE(p);
-        memset(p, 'A', kLen);
         Region *r = arena::region_at(p);
         REQUIRE(r);
         const bool memory = r->backing == Backing::memory;
@@ -298,10 +322,8 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
     constexpr size_t kLen = 20 << 20, kPage = 4096, kPages = kLen / kPage;
     constexpr size_t kCopied = 18 << 20; // above the spill's 16 MiB minimum
     for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
-        bool use_small = false;
-        auto *p = (unsigned char *)large_alloc(kLen, 0, flags, &use_small);
+        auto *p = filled_region(kLen, 'A', flags);
         REQUIRE(p);
-        memset(p, 'A', kLen);
         Region *r = arena::region_at(p);
         REQUIRE(r);
         INFO((flags ? "memory" : "disk") << " region");
@@ -381,43 +403,19 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
 
 TEST_CASE("a pool region moved to a file of its own keeps its pool range for the child, even once freed") {
     test::bring_up();
-    constexpr size_t kLen = 2 << 20; // a pool region
-    auto *p = filled_region(kLen, 'A');
-    REQUIRE(p);
-    Region *r = arena::region_at(p);
-    REQUIRE(r);
-    REQUIRE(r->file);
-    REQUIRE(r->file->pool);
-    SpillFile *pool = r->file;
-    const uint64_t off = r->file_off;
-    const uintptr_t start = r->start;
-    int go_w = -1;
-    pid_t pid = fork_checking_child(p, kLen, &go_w);
-    REQUIRE(pid > 0);
-    const uint64_t gen = r->snapshot_gen;
+    ForkedPoolRegion f = fork_over_pool_region();
+    const uint64_t gen = f.r->snapshot_gen;
     REQUIRE(gen != 0);
-    memset(p, 'P', kLen);
+    memset(f.p, 'P', kPoolLen);
     SpillFile *dest = nullptr;
-    REQUIRE(new_dedicated_disk_file(kLen, &dest) == 0);
+    REQUIRE(new_dedicated_disk_file(kPoolLen, &dest) == 0);
     MoveResult res;
-    REQUIRE(rehome_spill_snapshot(r, start, dest, &res) == 0);
-    CHECK(r->file == dest);
-    CHECK(r->left_pool == pool);
-    CHECK(r->left_pool_off == off);
-    CHECK(r->left_gen == gen);
-    CHECK(file_holds(r, 0, kLen, 'P'));
-    std::string buf(kLen, '\0');
-    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
-    CHECK(buf.find_first_not_of('A') == std::string::npos); // the child's
-    large_retire(r); // as the reaper would, after free(): held while the child lives
-    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
-    CHECK(buf.find_first_not_of('A') == std::string::npos);
-    auto *q = filled_region(kLen, 0);
-    REQUIRE(q);
-    CHECK((uintptr_t)q != start); // its addresses name the range: not handed out
-    CHECK(child_status(pid, go_w) == 0);
-    CHECK(settled());
-    REQUIRE(pread(pool->fd, buf.data(), kLen, (off_t)off) == (ssize_t)kLen);
-    CHECK(buf.find_first_not_of('\0') == std::string::npos); // released: a hole again
-    large_free(q);
+    REQUIRE(rehome_spill_snapshot(f.r, f.start, dest, &res) == 0);
+    CHECK(f.r->file == dest);
+    CHECK(f.r->left_pool == f.pool);
+    CHECK(f.r->left_pool_off == f.off);
+    CHECK(f.r->left_gen == gen);
+    CHECK(file_holds(f.r, 0, kPoolLen, 'P'));
+    CHECK(pool_range_holds(f, 'A')); // the child's
+    retire_held_until_child_ends(f);
 }

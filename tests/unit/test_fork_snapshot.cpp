@@ -5,7 +5,10 @@
 // API takes it again, and while a thread reads into it no read fails where
 // the re-share is blocked (a memfd region); a region pinned at the fork stays
 // shared; a pin waits while prepare privatises; only a fork that left a
-// region shared keeps the tiering loop off older regions.
+// region shared keeps the tiering loop off older regions; under memory
+// pressure a snapshot moves to a file of its own while a thread writes into
+// it, the child keeping the old file (and a pool range held for it), and a
+// move that fails half-way is undone.
 #include "backing/backing.h"
 #include "fork_safety.h"
 #include "large/fork_snapshot.h"
@@ -418,4 +421,45 @@ TEST_CASE("a pool region moved to a file of its own keeps its pool range for the
     CHECK(file_holds(f.r, 0, kPoolLen, 'P'));
     CHECK(pool_range_holds(f, 'A')); // the child's
     retire_held_until_child_ends(f);
+}
+
+TEST_CASE("a move to a file of its own that fails half-way is undone: private over the old file, every byte kept") {
+    test::bring_up();
+    constexpr size_t kLen = 40 << 20; // chunks of 16, 16 and 8 MiB
+    for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
+        auto *p = filled_region(kLen, 'A', flags);
+        REQUIRE(p);
+        Region *r = arena::region_at(p);
+        REQUIRE(r);
+        INFO((flags ? "memory" : "disk") << " region");
+        SpillFile *old_file = r->file;
+        const uint64_t old_off = r->file_off;
+        int go_w = -1;
+        pid_t pid = fork_checking_child(p, kLen, &go_w);
+        REQUIRE(pid > 0);
+        memset(p, 'P', kLen / 2); // copies in the first chunk and a part of the second
+        SpillFile *dest = nullptr;
+        REQUIRE(new_dedicated_disk_file(kLen, &dest) == 0);
+        rehome_fail_spill_at_chunk_for_tests(1); // the first chunk moves, the second fails
+        MoveResult res;
+        CHECK(rehome_spill_snapshot(r, r->start, dest, &res) == -EIO);
+        rehome_fail_spill_at_chunk_for_tests(-1);
+        close_spill_file(dest);
+        CHECK(r->is_private);
+        CHECK(r->file == old_file);
+        CHECK(r->snapshot_gen != 0);
+        size_t wrong = 0;
+        for (size_t i = 0; i < kLen; i++) wrong += p[i] != (i < kLen / 2 ? 'P' : 'A');
+        CHECK(wrong == 0);
+        p[0] = 'Z'; // private again: the old file is the child's
+        std::string first(1, '\0');
+        REQUIRE(pread(old_file->fd, first.data(), 1, (off_t)old_off) == 1);
+        CHECK(first[0] == 'A');
+        CHECK(child_status(pid, go_w) == 0); // every byte 'A'
+        CHECK(settled());
+        CHECK_FALSE(r->is_private);
+        CHECK(file_holds(r, 1, kLen / 2 - 1, 'P')); // the parent's bytes, written back
+        CHECK(file_holds(r, 0, 1, 'Z'));
+        large_free(p);
+    }
 }

@@ -1014,6 +1014,8 @@ int unspill(uintptr_t start, size_t n, int fd, off_t off, int dest_fd, off_t des
 
 bool always_due(const Region *) { return true; }
 
+std::atomic<long> g_fail_spill_at_chunk{-1};
+
 // rehome_reshare's and rehome_spill_snapshot's way. into: nullptr to share
 // r's own file again (it holds every byte but the parent's copies), or a
 // new file the whole region is written into (the child keeps the old one).
@@ -1112,6 +1114,10 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
             }
             return 0;
         };
+        // A test's failure at this chunk (rehome_fail_spill_at_chunk_for_tests):
+        // the tracked way refused, then the mapping.
+        const bool injected = into && (long)(shared / kChunk) == g_fail_spill_at_chunk.load();
+        if (injected && t == 0) t = -EIO;
         if (t == 0 && scheme == uffd::Level::full) {
             t = tracked.block(a, n, true, dest_fd, (uint64_t)dest_off, first, &pause, true);
             recopied += pause.recopied;
@@ -1167,7 +1173,7 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         // parent's copy had replaced.
         void *copies = rc == 0 && !into ? set_aside(a, n) : nullptr;
         // A kernel store fails from the mprotect until the map.
-        if (rc == 0) rc = map_over(a, n, dest_fd, dest_off, MAP_SHARED);
+        if (rc == 0) rc = injected ? -EIO : map_over(a, n, dest_fd, dest_off, MAP_SHARED);
         longest_ns = std::max(longest_ns, monotonic_ns() - protected_at);
         protected_ns += monotonic_ns() - protected_at;
         if (rc != 0) {
@@ -1253,6 +1259,8 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *)) {
 int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResult *out) {
     return reshare_into(r, start, always_due, dest, out);
 }
+
+void rehome_fail_spill_at_chunk_for_tests(long chunk) { g_fail_spill_at_chunk.store(chunk); }
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
     auto already_there = [](const Region *live, Backing to) { return live->backing == to; };

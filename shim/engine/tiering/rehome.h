@@ -115,6 +115,9 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *));
 // mappings keep it). 0, -ESTALE, -EBUSY, -EPERM or -errno (r stays
 // private over its old file, as it was; dest is the caller's to close).
 int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResult *out);
+// Tests: the next spills fail (-EIO) at their chunk number `chunk` (16 MiB
+// each), after the chunks before it moved, so the undo runs; -1: never.
+void rehome_fail_spill_at_chunk_for_tests(long chunk);
 
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)

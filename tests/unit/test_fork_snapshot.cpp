@@ -93,6 +93,14 @@ unsigned char *filled_region(size_t len, unsigned char byte, unsigned flags = 0)
     return p;
 }
 
+// The region p starts (REQUIREd: p and its region exist).
+Region *live_region(const unsigned char *p) {
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    return r;
+}
+
 // Gives the child its go and returns its exit status (-1: it did not exit).
 int child_status(pid_t pid, int go_w) {
     int status = 0;
@@ -274,9 +282,7 @@ TEST_CASE("a region shared again while a thread reads into it: no read fails whe
     REQUIRE(pwrite(source, page.data(), kPage, 0) == (ssize_t)kPage);
     for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
         auto *p = filled_region(kLen, 'A', flags);
-        REQUIRE(p);
-        Region *r = arena::region_at(p);
-        REQUIRE(r);
+        Region *r = live_region(p);
         const bool memory = r->backing == Backing::memory;
         CHECK(memory == (flags != 0));
         int go_w = -1;
@@ -326,9 +332,7 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
     constexpr size_t kCopied = 18 << 20; // above the spill's 16 MiB minimum
     for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
         auto *p = filled_region(kLen, 'A', flags);
-        REQUIRE(p);
-        Region *r = arena::region_at(p);
-        REQUIRE(r);
+        Region *r = live_region(p);
         INFO((flags ? "memory" : "disk") << " region");
         const SpillFile *old_file = r->file;
         auto *few = filled_region(kLen, 'A'); // a snapshot with few copies: left alone
@@ -428,9 +432,7 @@ TEST_CASE("a move to a file of its own that fails half-way is undone: private ov
     constexpr size_t kLen = 40 << 20; // chunks of 16, 16 and 8 MiB
     for (unsigned flags : {(unsigned)SPILLWAY_PREFER_MEMORY, 0u}) {
         auto *p = filled_region(kLen, 'A', flags);
-        REQUIRE(p);
-        Region *r = arena::region_at(p);
-        REQUIRE(r);
+        Region *r = live_region(p);
         INFO((flags ? "memory" : "disk") << " region");
         SpillFile *old_file = r->file;
         const uint64_t old_off = r->file_off;

@@ -399,10 +399,14 @@ uint64_t snapshot_spill(uint64_t need) {
         int rc = rehome_spill_snapshot(c.r, c.start, dest, &res);
         if (rc != 0) {
             close_spill_file(dest);
+            static bool warned = false; // each look tries again: said once, then at debug level
             if (rc != -EBUSY && rc != -ESTALE)
-                SPW_LOG(warn, "fork: moving the copies of %zu MiB at %p to disk failed (%s) and was undone; "
-                              "they stay in memory and the OOM killer may end the job",
+                SPW_LOG_AT(warned ? LogLevel::debug : LogLevel::warn,
+                           "fork: moving the copies of %zu MiB at %p to disk failed (%s) and was undone; "
+                              "they stay in memory and the OOM killer may end the job: if it repeats, report it with "
+                              "this log (or set [fork] snapshot = false if no child reads this buffer)",
                         c.len >> 20, (void *)c.start, strerror(-rc));
+            warned = warned || (rc != -EBUSY && rc != -ESTALE);
             continue;
         }
         g_live.fetch_sub(1);

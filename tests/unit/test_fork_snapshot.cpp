@@ -361,7 +361,7 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
                 while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 4000);
             }
         });
-        const uint64_t moved = snapshot_spill(1);
+        const uint64_t moved = snapshot_spill(1, 0); // pressure: 1 byte needed
         stop = true;
         writer.join();
         size_t stamped = 0;
@@ -390,13 +390,16 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
         p[1] = 'S'; // shared over its new file
         CHECK(file_holds(r, 1, 1, 'S'));
         // Its copies pressed once: at the next fork it moves at once, with
-        // no pressure asked (the tiering loop's look), before they grow.
+        // no pressure asked (the tiering loop's look), before they grow;
+        // unless the cgroup has room for all of them.
         memset(p, 'A', kLen);
         const SpillFile *second = r->file;
         pid = fork_checking_child(p, kLen, &go_w);
         REQUIRE(pid > 0);
         REQUIRE(r->is_private);
-        CHECK(snapshot_spill(0) > 0);
+        CHECK(snapshot_spill(0, kLen) == 0);
+        CHECK(r->is_private);
+        CHECK(snapshot_spill(0, kLen - 1) > 0);
         CHECK_FALSE(r->is_private);
         CHECK(r->file != second);
         memset(p, 'Q', kLen);

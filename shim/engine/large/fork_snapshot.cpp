@@ -335,9 +335,9 @@ namespace {
 // The parent's copies in [start, start+len): pages present and anonymous
 // in its private file mapping (/proc/self/pagemap). 0 when unreadable.
 size_t count_copies(int pagemap_fd, uintptr_t start, size_t len) {
-    constexpr size_t kPage = 4096, kBatch = 4096;
+    constexpr size_t kPage = 4096, kBatch = 512;
     constexpr uint64_t kPresent = 1ull << 63, kFileOrShared = 1ull << 61;
-    static uint64_t entries[kBatch]; // the tiering thread's alone
+    uint64_t entries[kBatch];
     size_t copies = 0;
     for (size_t i = 0, pages = len / kPage; i < pages; i += kBatch) {
         size_t k = std::min(kBatch, pages - i);
@@ -349,7 +349,7 @@ size_t count_copies(int pagemap_fd, uintptr_t start, size_t len) {
 }
 } // namespace
 
-uint64_t snapshot_spill(uint64_t need) {
+uint64_t snapshot_spill(uint64_t need, uint64_t room) {
     if (!snapshot_regions_live()) return 0;
     struct Candidate {
         Region *r;
@@ -364,8 +364,10 @@ uint64_t snapshot_spill(uint64_t need) {
         std::lock_guard<std::mutex> guard(large_lock());
         for (Region *r = registry_first(); r; r = r->next)
             if (r->snapshot_gen && r->is_private && !r->freed.load() && !r->pins.load() && r->file) {
-                cands.push_back({r, r->start, r->map_len, 0, r->backing, r->snapshot_spilled});
-                any_early = any_early || r->snapshot_spilled;
+                // Early only where its copies could outgrow the room.
+                const bool early = r->snapshot_spilled && r->map_len > room;
+                cands.push_back({r, r->start, r->map_len, 0, r->backing, early});
+                any_early = any_early || early;
             }
     }
     if (!need && !any_early) return 0;

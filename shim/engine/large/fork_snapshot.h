@@ -88,10 +88,11 @@ void snapshot_count_out_retired(Region *r);
 // (rehome_spill_snapshot) until need bytes of copies have become page
 // cache; the children keep the old files. Returns the bytes of copies moved
 // (at least 1 per region moved). Whatever need, a region that had to move so
-// at an earlier fork (Region::snapshot_spilled) moves at once: its copies
-// would press again, and moved before they grow it costs one sequential
-// copy, not a reclaim storm (the tiering loop calls this with need 0 at
-// every look while a limit is set).
-uint64_t snapshot_spill(uint64_t need);
+// at an earlier fork (Region::snapshot_spilled) and is larger than room
+// (the cgroup's limit less its unreclaimable memory) moves at once: its
+// copies would press again, and moved before they grow it costs one
+// sequential copy, not a reclaim storm (the tiering loop calls this with
+// need 0 at every look while a limit is set; under pressure, room 0).
+uint64_t snapshot_spill(uint64_t need, uint64_t room);
 
 } // namespace spillway

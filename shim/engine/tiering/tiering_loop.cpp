@@ -400,7 +400,7 @@ unsigned tick(State &st) {
     }
     // A region whose fork copies pressed before moves as soon as it is
     // frozen again (large/fork_snapshot.h): not counted as growth.
-    if (g_snapshot_spill && g_snapshot_spill(0)) {
+    if (g_snapshot_spill && g_snapshot_spill(0, f.limit > f.unreclaimable() ? f.limit - f.unreclaimable() : 0)) {
         st.have_prev = false;
         f = read_memory_figures();
     }
@@ -482,8 +482,8 @@ unsigned tick(State &st) {
         if (!disk_usable()) return ts.interval_ms;
         // A fork snapshot's copies first: anonymous memory that nothing else
         // can free while the children live, and growing while the parent
-        // writes (tests/programs/fork_snapshot spill).
-        uint64_t spilled = g_snapshot_spill ? g_snapshot_spill(v.need) : 0;
+        // writes (control test tiering-cgroup, tiering_job fork-rewrite).
+        uint64_t spilled = g_snapshot_spill ? g_snapshot_spill(v.need, 0) : 0;
         bool moved = spilled > 0;
         if (spilled < v.need)
             for (size_t i : plan_demotions(cands, v.need - spilled, ts))

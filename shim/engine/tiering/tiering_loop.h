@@ -35,8 +35,9 @@ void tiering_after_fork_child(bool trusted); // untrusted: never starts, moves n
 // Under memory pressure, before any demotion: a hook from the layer above
 // (large/fork_snapshot.h snapshot_spill) that turns up to need bytes of
 // anonymous memory the fork snapshots hold into page cache, and returns
-// how many. Set once at start-up.
-using SnapshotSpillFn = uint64_t (*)(uint64_t need);
+// how many; room: what the cgroup has left (0 under pressure). Set once at
+// start-up.
+using SnapshotSpillFn = uint64_t (*)(uint64_t need, uint64_t room);
 void tiering_set_snapshot_spill(SnapshotSpillFn fn);
 
 // For benchmarks and tests: CPU time the controller has used, and its ticks.

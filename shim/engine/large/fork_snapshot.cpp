@@ -419,7 +419,7 @@ uint64_t snapshot_spill(uint64_t need, uint64_t room) {
                       "children keep the old one",
                 c.early ? "a buffer whose copies pressed at an earlier fork, early"
                         : "memory is short while forked children keep a snapshot",
-                c.len >> 20, (void *)c.start, c.copies >> 20, res.total_ns / 1e6, res.scheme == uffd::Level::full ? "blocked" : res.scheme == uffd::Level::user_only ? "writes tracked" : "read-only chunks",
+                c.len >> 20, (void *)c.start, c.copies >> 20, res.total_ns / 1e6, rehome_scheme_name(res.scheme),
                 res.longest_chunk_ns / 1e6);
     }
     if (freed) {

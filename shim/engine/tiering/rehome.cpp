@@ -955,15 +955,17 @@ int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off, 
     return flush();
 }
 
-// How a re-share went, for its log line: blocked (no access fails),
-// tracked writes (a read-only window of the last pass's pages), read-only.
-const char *scheme_name(uffd::Level l) {
+} // namespace
+
+const char *rehome_scheme_name(uffd::Level l) {
     switch (l) {
     case uffd::Level::full: return "blocked";
     case uffd::Level::user_only: return "writes tracked";
     default: return "read-only chunks";
     }
 }
+
+namespace {
 
 // Moves the page-table entries of [a, a+n) to a spare range and returns it
 // (nullptr when the kernel refuses: the caller maps over them); [a, a+n)
@@ -1154,8 +1156,9 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         if (rc == 0 && narrow) rc = tracked.copy_written(a, n, dest_fd, (uint64_t)dest_off, &pause);
         else if (rc == 0 && into) {
             copied += n;
+            size_t listed = 0; // within the chunk's n, counted already
             rc = copy_range(fd, off, dest_fd, dest_off, n) == 0
-                     ? write_back_copies(pagemap_fd, a, n, dest_fd, dest_off, &recopied)
+                     ? write_back_copies(pagemap_fd, a, n, dest_fd, dest_off, &listed)
                      : write_all(dest_fd, (const char *)a, n, dest_off);
         } else if (rc == 0) {
             rc = write_back_copies(pagemap_fd, a, n, fd, off, &copied);
@@ -1210,7 +1213,7 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         SPW_LOG(debug, "fork snapshot: %zu MiB at %p %s in %.1f ms (%s), %zu KiB %s and %zu KiB written "
                        "meanwhile; an access to a chunk %s at most %.3f ms",
                 len >> 20, (void *)start, into ? "moved to a file of its own" : "shared again",
-                (monotonic_ns() - t0) / 1e6, scheme_name(scheme), copied >> 10,
+                (monotonic_ns() - t0) / 1e6, rehome_scheme_name(scheme), copied >> 10,
                 into ? "written" : "of the parent's copies written back", recopied >> 10,
                 scheme == uffd::Level::full ? "waited" : "was refused a kernel store for", longest_ns / 1e6);
         SpillFile *old_file = nullptr;
@@ -1218,7 +1221,7 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
             std::lock_guard<std::mutex> guard(large_lock());
             if (into) {
                 old_file = r->file;
-                if (old_file->pool && !r->left_pool) {
+                if (old_file->pool) {
                     // Born in the pool: its range is punched when the region
                     // is retired, and not before the children of its
                     // generation are gone (fork_snapshot.h).

@@ -115,6 +115,10 @@ int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *));
 // mappings keep it). 0, -ESTALE, -EBUSY, -EPERM or -errno (r stays
 // private over its old file, as it was; dest is the caller's to close).
 int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResult *out);
+// How a re-share or a snapshot's move went, for log lines: "blocked" (no
+// access fails), "writes tracked" (a read-only window of the last pass's
+// pages), "read-only chunks".
+const char *rehome_scheme_name(uffd::Level l);
 // Tests: the next spills fail (-EIO) at their chunk number `chunk` (16 MiB
 // each), after the chunks before it moved, so the undo runs; -1: never.
 void rehome_fail_spill_at_chunk_for_tests(long chunk);

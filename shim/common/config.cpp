@@ -40,6 +40,15 @@ const char *access_name(Access a) {
     return "?";
 }
 
+const char *python_arenas_name(PythonArenas a) {
+    switch (a) {
+    case PythonArenas::auto_: return "auto";
+    case PythonArenas::always: return "always";
+    case PythonArenas::never: return "never";
+    }
+    return "?";
+}
+
 static const char *level_name(LogLevel l) { return level_word(l); }
 
 static bool parse_level(std::string_view text, LogLevel &out) { return parse_level_word(text.data(), text.size(), &out); }
@@ -232,7 +241,7 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
             return line.str();
         }
         r.reject_unknown(root, "", {"threshold", "policy", "spill", "memory", "log", "stats",
-                                    "profile", "callsites", "shm", "fork", "tiering", "rule"});
+                                    "profile", "callsites", "shm", "fork", "python", "tiering", "rule"});
         r.size(root, "threshold", "threshold", s.threshold);
         if (root.contains("threshold")) s.threshold_origin = ThresholdOrigin::config;
         r.policy(root, "policy", "policy", s.policy);
@@ -291,6 +300,16 @@ std::optional<std::string> parse_config_text(std::string_view text, const std::s
         if (auto *t = r.table(root, "fork")) {
             r.reject_unknown(*t, "fork.", {"snapshot"});
             r.boolean(*t, "snapshot", "fork.snapshot", s.fork_snapshot);
+        }
+        if (auto *t = r.table(root, "python")) {
+            r.reject_unknown(*t, "python.", {"arenas"});
+            if (const toml::node *n = t->get("arenas")) {
+                std::string v = n->is_string() ? *n->value<std::string>() : "";
+                if (v == "auto") s.python_arenas = PythonArenas::auto_;
+                else if (v == "always") s.python_arenas = PythonArenas::always;
+                else if (v == "never") s.python_arenas = PythonArenas::never;
+                else r.fail(n, "python.arenas", "expected one of \"auto\", \"always\", \"never\"");
+            }
         }
         if (auto *t = r.table(root, "tiering")) {
             r.reject_unknown(*t, "tiering.", {"enabled", "min_size", "promote_rate", "interval_ms",
@@ -470,6 +489,8 @@ std::string describe_settings(const Settings &s) {
       << quoted(format_size_exact(s.shm_min)) << "\n\n";
     // Only when off: the text stays what it was for every config without it.
     if (!s.fork_snapshot) o << "[fork]\nsnapshot = false\n\n";
+    if (s.python_arenas != PythonArenas::auto_)
+        o << "[python]\narenas = " << quoted(python_arenas_name(s.python_arenas)) << "\n\n";
     const TierSettings &t = s.tiering;
     o << "[tiering]\nenabled = " << (t.enabled ? "true" : "false") << "\nmin_size = "
       << quoted(format_size_exact(t.min_size)) << "\npromote_rate = " << quoted(format_size_exact(t.promote_rate))

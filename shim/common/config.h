@@ -53,6 +53,10 @@ struct TierSettings {
     unsigned horizon_ms = 500;            // ...or would be at the current growth rate within this
 };
 
+// python.arenas: "auto" (in spill chunks under a memory limit), "always", "never".
+enum class PythonArenas { auto_, always, never };
+const char *python_arenas_name(PythonArenas a);
+
 struct Settings {
     std::string source = "(defaults)";
     uint64_t threshold = kDefaultThreshold;
@@ -85,6 +89,9 @@ struct Settings {
     // child sees the parent's later writes and frees (docs/limitations.md).
     bool fork_snapshot = true;
     uint64_t shm_min = 64ull << 20;
+    // [python] arenas: where CPython's object arenas (its small objects, 1
+    // MiB at a time) live (large/block_zone.h, engine/python_arenas.cpp).
+    PythonArenas python_arenas = PythonArenas::auto_;
     TierSettings tiering;
     std::vector<Rule> rules;
 };

@@ -11,6 +11,7 @@
 #include "access/sampler.h"
 #include "backing/backing.h"
 #include "backing/reaper.h"
+#include "large/block_zone.h"
 #include "large/fork_snapshot.h"
 #include "large/large.h"
 #include "large/recycle.h"
@@ -104,6 +105,7 @@ void fork_child() {
     large_after_fork_child(trusted);                               //  7
     reaper_after_fork_child(trusted);                              //  8
     recycle_after_fork_child(trusted);                             //  9
+    block_zone_after_fork_child();                                 //  9
     sampler_after_fork_child();                                    // 10
     writeback_after_fork_child();                                  // 11
     tiering_after_fork_child(trusted);                             // 12

@@ -38,6 +38,8 @@
 //   Locks taken alone, briefly, over data that is consistent at every
 //   instant are not taken; the child re-initialises them instead: the
 //   call-site insert lock, the backing pool and spill-directory locks, the
+//   block zone's lock (large/block_zone.h: taken only by the thread that
+//   holds CPython's GIL, which a fork from Python holds too), the
 //   prefetch worker's lock (awaited under 3, a move's keep-off, and under 5,
 //   a retirement's end of stream; its holder takes no other lock).
 //   The page probes' hold lock (registry/probe_hold.h) is taken before 5 and

@@ -27,6 +27,7 @@ TEST_CASE("defaults are the documented ones") {
     CHECK(s.shm_redirect);
     CHECK(s.fork_snapshot);
     CHECK(s.python_depth == 4);
+    CHECK(s.python_arenas == PythonArenas::auto_); // in spill chunks under a memory limit
 }
 
 TEST_CASE("every key is read") {
@@ -57,6 +58,8 @@ redirect = false
 min_size = "128MiB"
 [fork]
 snapshot = false
+[python]
+arenas = "never"
 [[rule]]
 match = "scatter_*"
 module = "libtorch*"
@@ -89,13 +92,14 @@ policy = "memory"
     CHECK_FALSE(s.shm_redirect);
     CHECK(s.shm_min == 128ull << 20);
     CHECK_FALSE(s.fork_snapshot);
+    CHECK(s.python_arenas == PythonArenas::never);
     REQUIRE(s.rules.size() == 3);
     CHECK(s.rules[2].python == "train.py:build_csr*");
     CHECK(s.rules[0].match == "scatter_*");
     CHECK(s.rules[0].module == "libtorch*");
     CHECK(s.rules[0].policy == Policy::memory);
     CHECK(s.rules[0].access == Access::random);
-    CHECK(s.rules[0].line == 27);
+    CHECK(s.rules[0].line == 29);
     CHECK(s.rules[1].policy == Policy::anon);
 }
 
@@ -113,6 +117,11 @@ TEST_CASE("bad configs give one line naming file, line and key") {
     CHECK(e.find("job.toml:2") == 0);
     CHECK(e.find("key 'spill.dir'") != std::string::npos);
     CHECK(e.find("expected a string") != std::string::npos);
+
+    e = parse_error("[python]\narenas = true");
+    CHECK(e.find("job.toml:2") == 0);
+    CHECK(e.find("key 'python.arenas'") != std::string::npos);
+    CHECK(e.find("expected one of \"auto\", \"always\", \"never\"") != std::string::npos);
 
     e = parse_error("threshold = \"lots\"");
     CHECK(e.find("key 'threshold'") != std::string::npos);
@@ -191,7 +200,7 @@ TEST_CASE("environment variables override single settings") {
 
 TEST_CASE("the effective settings print as a config that parses back") {
     Settings s;
-    REQUIRE_FALSE(parse_config_text("threshold = \"3MiB\"\n[callsites]\npython_depth = 2\n[[rule]]\nmatch = \"f*\"\n"
+    REQUIRE_FALSE(parse_config_text("threshold = \"3MiB\"\n[callsites]\npython_depth = 2\n[python]\narenas = \"always\"\n[[rule]]\nmatch = \"f*\"\n"
                                     "policy = \"memory\"\n[[rule]]\npython = \"a.py:g:7\"\npolicy = \"disk\"\n",
                                     "a.toml", s));
     std::string text = describe_settings(s);
@@ -203,6 +212,7 @@ TEST_CASE("the effective settings print as a config that parses back") {
     REQUIRE(again.rules.size() == 2);
     CHECK(again.rules[1].python == "a.py:g:7");
     CHECK(again.python_depth == 2);
+    CHECK(again.python_arenas == PythonArenas::always);
     CHECK(config_error_line("x", false).find("SPILLWAY_ON_ERROR=continue") != std::string::npos);
 }
 

@@ -7,6 +7,7 @@
 #include "spillway.h"
 
 #include <catch2/catch.hpp>
+#include <string>
 
 using namespace spillway;
 
@@ -39,6 +40,19 @@ TEST_CASE("explicit flags win over the global policy") {
     CHECK(run(Policy::anon, 1000, SPILLWAY_PREFER_DISK, nullptr, true, 0).backing == Backing::disk);
     CHECK(run(Policy::disk, 1000, SPILLWAY_PREFER_MEMORY, nullptr, true, 0).backing == Backing::memory);
     CHECK(run(Policy::disk, 1000, kFlagAlignmentOnly, nullptr, true, 0).backing == Backing::anon);
+}
+
+TEST_CASE("an object-arena chunk: disk, random advice kept, anonymous memory without a spill dir") {
+    for (Policy global : {Policy::auto_, Policy::disk}) {
+        Decision d = run(global, 32u << 20, kFlagObjectBlocks, nullptr, true, UINT64_MAX);
+        CHECK(d.backing == Backing::disk);
+        CHECK(d.random_advice);
+        CHECK(d.advice_pinned);
+        CHECK_FALSE(d.own_file);
+        CHECK(d.fallback == Backing::anon);
+        CHECK(std::string(d.why) == "object arenas");
+        CHECK(run(global, 32u << 20, kFlagObjectBlocks, nullptr, false, 0).backing == Backing::anon);
+    }
 }
 
 TEST_CASE("a required file (spillway_alloc_disk) is a file of its own, with no fallback") {

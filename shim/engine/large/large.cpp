@@ -185,7 +185,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     Request req;
     req.size = size;
     req.flags = flags;
-    req.site = g_settings->callsites ? callsite_capture() : nullptr;
+    req.site = g_settings->callsites && !(flags & kFlagObjectBlocks) ? callsite_capture() : nullptr;
     PolicyInputs in;
     in.settings = g_settings;
     in.disk_usable = disk_usable();

@@ -22,6 +22,7 @@ Access request_access(const Request &req) {
 
 static Policy effective_policy(const Request &req, const Settings &s) {
     if (req.flags & kFlagAlignmentOnly) return Policy::anon;
+    if (req.flags & kFlagObjectBlocks) return Policy::disk; // the zone exists only under auto or disk
     if (req.flags & (SPILLWAY_PREFER_DISK | kFlagRequireDisk)) return Policy::disk; // see decide()
     if (req.flags & SPILLWAY_PREFER_MEMORY) return Policy::memory;
     if (req.flags & SPILLWAY_RANDOM_ACCESS) return Policy::auto_;
@@ -33,10 +34,10 @@ Decision decide(const Request &req, const PolicyInputs &in) {
     const Settings &s = *in.settings;
     Access access = request_access(req);
     Decision d;
-    d.random_advice = access == Access::random;
+    d.random_advice = access == Access::random || (req.flags & kFlagObjectBlocks);
     // A flag or a rule is the user's word; what a site learned is a guess
     // the detector may revise.
-    d.advice_pinned = (req.flags & SPILLWAY_RANDOM_ACCESS) ||
+    d.advice_pinned = (req.flags & (SPILLWAY_RANDOM_ACCESS | kFlagObjectBlocks)) ||
                       (req.site && req.site->rule && req.site->rule->access != Access::unknown);
     switch (effective_policy(req, s)) {
     case Policy::anon:
@@ -56,7 +57,8 @@ Decision decide(const Request &req, const PolicyInputs &in) {
                                                           : Backing::anon;
         d.own_file = req.flags & kFlagRequireDisk; // it is about to be named: never a pool
         d.backing = in.disk_usable ? Backing::disk : d.fallback;
-        d.why = in.disk_usable ? "policy disk" : "policy disk, spill dir unusable";
+        d.why = (req.flags & kFlagObjectBlocks) ? (in.disk_usable ? "object arenas" : "object arenas, spill dir unusable")
+                : in.disk_usable ? "policy disk" : "policy disk, spill dir unusable";
         return d;
     case Policy::auto_:
         break;

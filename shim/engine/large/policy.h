@@ -23,6 +23,11 @@ constexpr unsigned kFlagRequireDisk = 1u << 29;
 // A plain malloc (not calloc, not aware code): a recycled region may be
 // handed over with its last owner's bytes (recycle.h); otherwise it is zeroed.
 constexpr unsigned kFlagMayBeDirty = 1u << 28;
+// A chunk of the block zone (block_zone.h: CPython's object arenas): on
+// disk under "auto" or "disk" (anonymous memory if no file), advised random
+// and kept so (an object heap is read scattered), no call site (its
+// allocations are the interpreter's, not a site's).
+constexpr unsigned kFlagObjectBlocks = 1u << 27;
 
 struct Request {
     size_t size = 0;

@@ -1,0 +1,171 @@
+// block_zone.cpp — see block_zone.h.
+#include "large/block_zone.h"
+
+#include "large/large.h"
+#include "large/policy.h"
+#include "log.h"
+
+#include <cerrno>
+#include <mutex>
+#include <new>
+#include <sys/mman.h>
+
+namespace spillway {
+
+namespace {
+
+constexpr size_t kChunkMax = size_t(32) << 20;
+constexpr size_t kBlocksMax = 64;        // one 64-bit map per chunk
+constexpr size_t kChunkSlots = 8192;     // 256 GiB of 32 MiB chunks: more than any limit here
+
+struct Chunk {
+    uintptr_t base = 0;
+    uint64_t used = 0; // bit i: block i is handed out
+};
+
+// The table: chunks in the order they were made (a new block goes in the
+// first chunk with room, so the oldest fill first and the newest drain).
+Chunk g_chunks[kChunkSlots];
+size_t g_count = 0;
+size_t g_block = 0; // the zone's one block size; 0 until the first take
+size_t g_in_use = 0;
+size_t g_peak = 0;
+alignas(std::mutex) unsigned char g_lock_bytes[sizeof(std::mutex)];
+std::mutex *g_lock = new (g_lock_bytes) std::mutex;
+
+size_t blocks_per_chunk() { return block_zone_chunk_bytes(g_block) / g_block; }
+uint64_t full_map() {
+    size_t n = blocks_per_chunk();
+    return n >= 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+}
+
+// A free block in a chunk with room, marked used; 0 if none.
+uintptr_t take_locked() {
+    uint64_t full = full_map();
+    for (size_t i = 0; i < g_count; i++) {
+        Chunk &c = g_chunks[i];
+        if (c.used == full) continue;
+        unsigned bit = (unsigned)__builtin_ctzll(~c.used);
+        c.used |= uint64_t(1) << bit;
+        if (++g_in_use > g_peak) g_peak = g_in_use;
+        return c.base + bit * g_block;
+    }
+    return 0;
+}
+
+} // namespace
+
+size_t block_zone_chunk_bytes(size_t block) {
+    if (block == 0 || block > kChunkMax) return 0;
+    size_t by_count = block * kBlocksMax;
+    return by_count < kChunkMax ? by_count : kChunkMax - kChunkMax % block;
+}
+
+void *block_zone_take(size_t block) {
+    if (block == 0 || block % 4096 || block > kChunkMax) return nullptr;
+    {
+        std::lock_guard<std::mutex> guard(*g_lock);
+        if (g_block == 0) g_block = block;
+        if (block != g_block) return nullptr;
+        if (uintptr_t p = take_locked()) return (void *)p;
+        if (g_count == kChunkSlots) return nullptr;
+    }
+    // No room: a new chunk, made outside the lock (the large path takes its
+    // own locks, maps and reserves disk blocks). Never mimalloc's block in
+    // its stead (large_allocate's fallback): a chunk must be a region.
+    size_t chunk = block_zone_chunk_bytes(block);
+    int saved = errno;
+    bool use_small = false;
+    void *base = large_alloc(chunk, 0, kFlagObjectBlocks | kFlagMayBeDirty, &use_small);
+    errno = saved;
+    if (!base) return nullptr;
+    uintptr_t p;
+    bool kept;
+    {
+        std::lock_guard<std::mutex> guard(*g_lock);
+        kept = g_count < kChunkSlots; // other takers may have filled the table meanwhile
+        if (kept) g_chunks[g_count++].base = (uintptr_t)base;
+        p = take_locked();
+    }
+    if (!kept) large_free(base);
+    return (void *)p;
+}
+
+bool block_zone_give(void *p, size_t block) {
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t to_free = 0;
+    {
+        std::lock_guard<std::mutex> guard(*g_lock);
+        if (g_block == 0 || block != g_block) return false;
+        size_t chunk = block_zone_chunk_bytes(g_block);
+        size_t i = 0;
+        while (i < g_count && !(a >= g_chunks[i].base && a < g_chunks[i].base + chunk)) i++;
+        if (i == g_count) return false;
+        Chunk &c = g_chunks[i];
+        size_t off = a - c.base;
+        uint64_t bit = uint64_t(1) << (off / g_block);
+        if (off % g_block || !(c.used & bit)) {
+            SPW_LOG(error, "a Python object arena at %p was freed twice or is not one the shim handed "
+                           "out; aborting: run the program without spillway under AddressSanitizer "
+                           "or valgrind to find the bug", p);
+            abort();
+        }
+        c.used &= ~bit;
+        g_in_use--;
+        if (c.used == 0) {
+            // Keep one empty chunk; free this one if another is empty already.
+            for (size_t j = 0; j < g_count; j++)
+                if (j != i && g_chunks[j].used == 0) {
+                    to_free = c.base;
+                    g_chunks[i] = g_chunks[--g_count];
+                    break;
+                }
+        }
+    }
+    if (to_free) {
+        large_free((void *)to_free);
+        return true;
+    }
+    // The block's pages leave the process's view: a disk chunk's dirty
+    // pages are then cache the kernel may write back and evict (the
+    // reservation stays, block_zone.h), an anonymous chunk's are freed, and
+    // a fork snapshot's private copies go (the file's bytes show through:
+    // the block is free, what it reads as does not matter).
+    madvise(p, block, MADV_DONTNEED);
+    return true;
+}
+
+BlockZoneFigures block_zone_figures() {
+    std::lock_guard<std::mutex> guard(*g_lock);
+    BlockZoneFigures f;
+    f.chunks = g_count;
+    f.blocks_in_use = g_in_use;
+    f.peak_blocks = g_peak;
+    f.block_bytes = g_block;
+    return f;
+}
+
+void block_zone_reset_for_tests() {
+    for (;;) {
+        uintptr_t empty = 0;
+        {
+            std::lock_guard<std::mutex> guard(*g_lock);
+            for (size_t i = 0; i < g_count; i++)
+                if (g_chunks[i].used == 0) {
+                    empty = g_chunks[i].base;
+                    g_chunks[i] = g_chunks[--g_count];
+                    break;
+                }
+            if (!empty) {
+                if (g_in_use == 0) g_block = 0;
+                g_peak = g_in_use;
+                return;
+            }
+        }
+        large_free((void *)empty);
+    }
+}
+
+void block_zone_after_fork_child() { new (g_lock_bytes) std::mutex; }
+
+} // namespace spillway

@@ -1,0 +1,198 @@
+// test_block_zone.cpp — blocks of one size carved from disk chunk regions:
+// each block inside one chunk, never two takers on one block, a new chunk
+// only when every block is taken, an empty chunk freed unless it is the
+// only empty one, foreign pointers and other sizes refused, a freed
+// block's private copies dropped after a fork while the child keeps its
+// view, a double free fatal.
+#include "backing/backing.h"
+#include "fork_safety.h"
+#include "large/block_zone.h"
+#include "large/fork_snapshot.h"
+#include "large/large.h"
+#include "registry/arena.h"
+#include "registry/region.h"
+#include "shim_fixture.h"
+
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fcntl.h>
+#include <cstring>
+#include <set>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using namespace spillway;
+
+namespace {
+
+constexpr size_t kBlock = size_t(1) << 20; // CPython 3.11's arena
+const size_t kPerChunk = block_zone_chunk_bytes(kBlock) / kBlock;
+
+struct ZoneScope { // every test leaves the zone as it found it: no block, no chunk
+    ZoneScope() {
+        test::bring_up();
+        block_zone_reset_for_tests();
+        REQUIRE(block_zone_figures().blocks_in_use == 0);
+    }
+    ~ZoneScope() { block_zone_reset_for_tests(); }
+};
+
+Region *chunk_of(const void *p) { return arena::region_at(p); }
+
+// Pages of [p, p+len) that are this process's private copies: present and
+// not a file page (/proc/self/pagemap bits 63 and 61).
+size_t private_pages(const void *p, size_t len) {
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    REQUIRE(fd >= 0);
+    size_t pages = len / 4096, copies = 0;
+    std::vector<uint64_t> entries(pages);
+    ssize_t want = (ssize_t)(pages * sizeof(uint64_t));
+    REQUIRE(pread(fd, entries.data(), want, (off_t)((uintptr_t)p / 4096 * sizeof(uint64_t))) == want);
+    close(fd);
+    for (uint64_t e : entries) copies += (e >> 63 & 1) && !(e >> 61 & 1);
+    return copies;
+}
+
+} // namespace
+
+TEST_CASE("chunk size: 32 MiB of 1 MiB arenas, 64 blocks of smaller ones") {
+    CHECK(block_zone_chunk_bytes(size_t(1) << 20) == size_t(32) << 20);
+    CHECK(block_zone_chunk_bytes(size_t(256) << 10) == size_t(16) << 20); // CPython before 3.10
+    CHECK(block_zone_chunk_bytes(size_t(3) << 20) == size_t(30) << 20);   // whole blocks only
+    CHECK(block_zone_chunk_bytes(size_t(64) << 20) == 0);
+    CHECK(block_zone_chunk_bytes(0) == 0);
+}
+
+TEST_CASE("blocks fill a disk chunk, then a second; none is handed out twice") {
+    ZoneScope scope;
+    std::vector<unsigned char *> blocks;
+    for (size_t i = 0; i < kPerChunk; i++) {
+        auto *b = (unsigned char *)block_zone_take(kBlock);
+        REQUIRE(b);
+        blocks.push_back(b);
+    }
+    CHECK(block_zone_figures().chunks == 1);
+    Region *first = chunk_of(blocks[0]);
+    REQUIRE(first);
+    CHECK(first->backing == Backing::disk);
+    CHECK(first->advice_pinned); // an object heap is read scattered: MADV_RANDOM, kept
+    CHECK(first->site == nullptr);
+    std::set<unsigned char *> distinct(blocks.begin(), blocks.end());
+    CHECK(distinct.size() == kPerChunk);
+    for (unsigned char *b : blocks) {
+        CHECK(chunk_of(b) == first);
+        CHECK(chunk_of(b + kBlock - 1) == first);
+        CHECK((uintptr_t)b % kBlock == 0);
+    }
+    auto *next = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(next);
+    CHECK(block_zone_figures().chunks == 2);
+    CHECK(chunk_of(next) != first);
+    // Every block holds its own bytes.
+    blocks.push_back(next);
+    for (size_t i = 0; i < blocks.size(); i++) memset(blocks[i], (int)(i + 1), kBlock);
+    for (size_t i = 0; i < blocks.size(); i++) {
+        CHECK(blocks[i][0] == (unsigned char)(i + 1));
+        CHECK(blocks[i][kBlock - 1] == (unsigned char)(i + 1));
+    }
+    BlockZoneFigures f = block_zone_figures();
+    CHECK(f.blocks_in_use == kPerChunk + 1);
+    CHECK(f.peak_blocks == kPerChunk + 1);
+    for (unsigned char *b : blocks) CHECK(block_zone_give(b, kBlock));
+    CHECK(block_zone_figures().blocks_in_use == 0);
+    // One empty chunk is kept (an arena freed and taken at a boundary must
+    // not make and free a region each time); the other was freed.
+    CHECK(block_zone_figures().chunks == 1);
+}
+
+TEST_CASE("a freed block is taken again before a new chunk is made") {
+    ZoneScope scope;
+    void *a = block_zone_take(kBlock);
+    void *b = block_zone_take(kBlock);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(block_zone_give(a, kBlock));
+    CHECK(block_zone_take(kBlock) == a);
+    CHECK(block_zone_figures().chunks == 1);
+    CHECK(block_zone_give(a, kBlock));
+    CHECK(block_zone_give(b, kBlock));
+}
+
+TEST_CASE("another size and foreign pointers are refused") {
+    ZoneScope scope;
+    void *a = block_zone_take(kBlock);
+    REQUIRE(a);
+    CHECK(block_zone_take(kBlock / 2) == nullptr); // the zone serves one size
+    CHECK(block_zone_take(kBlock + 100) == nullptr); // not whole pages
+    int on_stack = 0;
+    CHECK_FALSE(block_zone_give(&on_stack, kBlock));
+    void *elsewhere = malloc(64);
+    CHECK_FALSE(block_zone_give(elsewhere, kBlock));
+    free(elsewhere);
+    CHECK_FALSE(block_zone_give(a, kBlock / 2));
+    CHECK(block_zone_give(a, kBlock));
+}
+
+TEST_CASE("after a fork a freed block's copies go, and the child keeps its view") {
+    ZoneScope scope;
+    auto *keep = (unsigned char *)block_zone_take(kBlock);
+    auto *gone = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(keep);
+    REQUIRE(gone);
+    memset(keep, 'k', kBlock);
+    memset(gone, 'g', kBlock);
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    fork_prepare();
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        fork_child();
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t wrong = 0;
+        for (size_t i = 0; i < kBlock; i++) wrong += (keep[i] != 'k') + (gone[i] != 'g');
+        _exit(wrong ? 1 : 0);
+    }
+    fork_parent();
+    // The parent writes both blocks: private copies, while the child lives.
+    memset(keep, 'K', kBlock);
+    memset(gone, 'G', kBlock);
+    CHECK(private_pages(gone, kBlock) == kBlock / 4096);
+    CHECK(block_zone_give(gone, kBlock));
+    CHECK(private_pages(gone, kBlock) == 0);
+    CHECK(private_pages(keep, kBlock) == kBlock / 4096);
+    CHECK(keep[0] == 'K');
+    CHECK(keep[kBlock - 1] == 'K');
+    REQUIRE(write(go[1], "x", 1) == 1);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(go[0]);
+    close(go[1]);
+    CHECK(block_zone_give(keep, kBlock));
+    for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
+}
+
+TEST_CASE("a block freed twice stops the process") {
+    ZoneScope scope;
+    void *a = block_zone_take(kBlock);
+    REQUIRE(a);
+    fork_prepare();
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        fork_child();
+        signal(SIGABRT, SIG_DFL); // not Catch's handler: the parent reads the signal
+        block_zone_give(a, kBlock);
+        block_zone_give(a, kBlock); // aborts
+        _exit(0);
+    }
+    fork_parent();
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFSIGNALED(status));
+    CHECK(WTERMSIG(status) == SIGABRT);
+    CHECK(block_zone_give(a, kBlock));
+    for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
+}

@@ -57,7 +57,7 @@ namespace spillway {
       -EINVAL)                                                                                   \
     X(int, spillway_prepare_dir, (void), (), -ENOSYS)
 
-constexpr unsigned kEngineApiVersion = 4; // 4: StartRequest's env has SPILLWAY_STATS_RUN
+constexpr unsigned kEngineApiVersion = 5; // 5: CPython's object arenas (python_arenas_*)
 
 // What the front hands the engine's start-up (front/start_verdict.h says
 // how it decides): the settings as the process started with them, so the
@@ -100,6 +100,11 @@ struct EngineApi {
     void (*fork_prepare)();
     void (*fork_parent)();
     void (*fork_child)();
+    // CPython's object arenas (engine/python_arenas.h): whether they go to
+    // the block zone, and its take and give (nullptr / false: not the zone's).
+    bool (*python_arenas_wanted)();
+    void *(*python_arena_take)(size_t size);
+    bool (*python_arena_give)(void *p, size_t size);
 #define SPW_API_SLOT(ret, name, params, args, unavailable) ret(*name) params;
     SPW_CONTROL_API(SPW_API_SLOT)
 #undef SPW_API_SLOT

@@ -7,6 +7,7 @@
 
 #include "fork_safety.h"
 #include "large/large.h"
+#include "python_arenas.h"
 #include "shm/shm.h"
 #include "startup.h"
 
@@ -26,6 +27,9 @@ extern "C" __attribute__((visibility("default"))) const EngineApi spillway_engin
     fork_prepare,
     fork_parent,
     fork_child,
+    python_arenas_wanted,
+    python_arena_take,
+    python_arena_give,
 #define SPW_API_ENTRY(ret, name, params, args, unavailable) name,
     SPW_CONTROL_API(SPW_API_ENTRY)
 #undef SPW_API_ENTRY

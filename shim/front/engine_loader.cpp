@@ -12,6 +12,7 @@
 #include "fd_policy.h"
 #include "front_state.h"
 #include "log.h"
+#include "python_arenas.h"
 #include "settings_check.h"
 #include "start_verdict.h"
 #include "stats_line.h"
@@ -239,6 +240,8 @@ const EngineApi *engine_routing() {
     return settle() == kOn ? g_api : nullptr;
 }
 
+bool engine_config_file_named() { return g_request.env[0] != nullptr; } // kSettingVariables[0]: SPILLWAY_CONFIG
+
 const EngineApi *engine_if_routing() {
     return g_state.load(std::memory_order_acquire) == kOn ? g_api : nullptr;
 }
@@ -277,6 +280,7 @@ __attribute__((constructor(101))) static void spillway_front_constructor(int, ch
         StdioGuard guard; // nothing the engine opens at start-up may land in a closed 0/1/2
         g_state.store(kWaiting, std::memory_order_release);
         settle();
+        python_arenas_hook();
         return;
     }
     if (verdict.mode == StartMode::refused) return refuse_at_start(verdict, g_request.on_error);
@@ -295,6 +299,7 @@ __attribute__((constructor(101))) static void spillway_front_constructor(int, ch
         g_large_threshold = verdict.threshold;
     }
     g_state.store(kWaiting, std::memory_order_release);
+    python_arenas_hook();
 }
 
 __attribute__((destructor)) static void spillway_front_destructor() {

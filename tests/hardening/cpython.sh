@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # cpython.sh LIB [quick|full] — CPython's own regression tests (Debian's
 # libpython3.11-testsuite) run twice, without and with LD_PRELOAD=LIB
-# (SPILLWAY_THRESHOLD=1MiB, a private SPILLWAY_DIR on disk). They must fail
+# (SPILLWAY_THRESHOLD=1MiB, a private SPILLWAY_DIR on disk, and the
+# interpreter's object arenas in the shim's disk chunks: [python] arenas =
+# "always", so every small object of the suite lives there). They must fail
 # exactly the same test cases: a case that also fails without the shim is
 # not ours, nor one that passes when run again alone under the shim. The
 # spill directory must be empty afterwards.
@@ -33,6 +35,7 @@ fi
 work=$(mktemp -d "${SPILLWAY_TEST_TMP:-/var/tmp}"/spillway-cpython.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -m 0700 "$work/spill"
+printf '[python]\narenas = "always"\n' > "$work/arenas.toml"
 run() { # run NAME [env...]
   local name=$1; shift
   ( cd "$work" && env "$@" TMPDIR="$work" timeout 900 $py -m test -j2 --timeout 600 \
@@ -46,7 +49,7 @@ summary() { grep -E '^(== Tests result|Total tests|Total duration|[0-9]+ tests? 
 t0=$SECONDS
 run plain
 t1=$SECONDS
-run shim LD_PRELOAD="$lib" SPILLWAY_THRESHOLD=1MiB SPILLWAY_DIR="$work/spill"
+run shim LD_PRELOAD="$lib" SPILLWAY_THRESHOLD=1MiB SPILLWAY_DIR="$work/spill" SPILLWAY_CONFIG="$work/arenas.toml"
 t2=$SECONDS
 failures "$work/plain.xml" | sort > "$work/plain.fail"
 failures "$work/shim.xml" | sort > "$work/shim.fail"
@@ -66,7 +69,8 @@ recheck() { # recheck CASE: 0 when it passes alone under the shim
   local id=${1#None.} mod
   mod=$(echo "$id" | cut -d. -f2) # test.test_x.Class.method -> test_x
   rm -f "$work/recheck.xml"
-  ( cd "$work" && env LD_PRELOAD="$lib" SPILLWAY_THRESHOLD=1MiB SPILLWAY_DIR="$work/spill" TMPDIR="$work" \
+  ( cd "$work" && env LD_PRELOAD="$lib" SPILLWAY_THRESHOLD=1MiB SPILLWAY_DIR="$work/spill" \
+      SPILLWAY_CONFIG="$work/arenas.toml" TMPDIR="$work" \
       timeout 600 $py -m test --timeout 300 --junit-xml "$work/recheck.xml" --match "$id" "$mod" ) >"$work/recheck.log" 2>&1 || true
   $py - "$work/recheck.xml" "$id" <<'PY'
 import sys, xml.etree.ElementTree as ET

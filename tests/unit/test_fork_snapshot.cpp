@@ -195,6 +195,27 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
     CHECK(file_holds(r, kLen / 2, kLen / 2, 'A'));
     p[1] = 'S'; // shared again: a store reaches the file
     CHECK(file_holds(r, 1, 1, 'S'));
+    CHECK_FALSE(r->fork_written); // 2 MiB of copies: under kForkWrittenMin
+    large_free(p);
+}
+
+TEST_CASE("a region the parent wrote 16 MiB of while a child kept its snapshot is marked for promotions") {
+    test::bring_up();
+    constexpr size_t kLen = 20 << 20;
+    auto *p = filled_region(kLen, 'A');
+    REQUIRE(p);
+    Region *r = arena::region_at(p);
+    REQUIRE(r);
+    int go_w = -1;
+    pid_t pid = fork_checking_child(p, kLen, &go_w);
+    REQUIRE(pid > 0);
+    memset(p, 'P', kForkWrittenMin); // the parent's copies, as an embedding table's update
+    CHECK(child_status(pid, go_w) == 0);
+    CHECK(settled());
+    CHECK_FALSE(r->is_private);
+    CHECK(r->fork_written);            // a promotion needs room for twice its size (tiering.h)
+    CHECK_FALSE(r->snapshot_spilled); // no pressure: it never moved
+    CHECK(file_holds(r, 0, kForkWrittenMin, 'P'));
     large_free(p);
 }
 

@@ -52,6 +52,11 @@ struct Region {
     // (rehome_spill_snapshot): this process forks while it writes the
     // region, so a promotion needs room for its copies too (tiering.h).
     bool snapshot_spilled = false;
+    // The parent wrote at least kForkWrittenMin of it while a fork's
+    // children kept a snapshot (found when it was shared again): the same
+    // rule for promotions, before any pressure (a promoted region the next
+    // fork freezes in memory is memfd the children keep, unreclaimable).
+    bool fork_written = false;
     CallSite *site = nullptr;
     bool is_private = false; // mapped MAP_PRIVATE (a fork child's view, or a parent's snapshot): never write back
     // The fork generation at which the parent made this region private

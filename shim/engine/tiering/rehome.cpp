@@ -1235,6 +1235,8 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
                 r->file_off = 0;
                 r->backing = into->kind;
                 r->snapshot_spilled = true;
+            } else if (copied >= kForkWrittenMin) {
+                r->fork_written = true;
             }
             r->is_private = false;
             r->snapshot_gen = 0;

@@ -102,6 +102,9 @@ int hold_region_for(Region *r, uintptr_t start, Backing to, bool (*refuse)(const
 // read into it. 0, -ESTALE (gone), -EBUSY (try later), -EPERM (an
 // untrusted fork child) or -errno (r stays private, as it was).
 int rehome_reshare(Region *r, uintptr_t start, bool (*due)(const Region *));
+// A re-share that writes back at least this many bytes of the parent's
+// copies marks the region fork_written (registry/region.h).
+constexpr size_t kForkWrittenMin = size_t(16) << 20;
 
 // Moves a parent's fork snapshot to dest, a new reserved file at least
 // r->map_len long, while the children still map the old one: every byte as

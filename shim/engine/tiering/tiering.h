@@ -47,7 +47,7 @@ struct TierCandidate {
     uint64_t last_move_ns = 0;    // 0: never moved by tiering
     unsigned moves = 0;           // tiering moves of this region so far
     uint64_t born_ns = 0;         // Region::born_ns: its allocation
-    bool forked_copies = false;   // Region::snapshot_spilled: a fork's copies of it once pressed
+    bool forked_copies = false;   // Region::snapshot_spilled or fork_written: the parent writes it while forked children live
 };
 
 // When a memory or anon region came into memory: its last move (for it,

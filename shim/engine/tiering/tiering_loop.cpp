@@ -168,7 +168,7 @@ unsigned snapshot(Snapshot *out, uint64_t min_size) {
         c.phase_since_ns = r->phase_since_ns.load();
         c.fault_rate = r->fault_rate.load();
         c.born_ns = r->born_ns;
-        c.forked_copies = r->snapshot_spilled;
+        c.forked_copies = r->snapshot_spilled || r->fork_written;
         if (const History *h = history_of(r, r->start, false)) {
             c.last_move_ns = h->last_move_ns;
             c.moves = h->moves;

@@ -240,8 +240,6 @@ const EngineApi *engine_routing() {
     return settle() == kOn ? g_api : nullptr;
 }
 
-bool engine_config_file_named() { return g_request.env[0] != nullptr; } // kSettingVariables[0]: SPILLWAY_CONFIG
-
 const EngineApi *engine_if_routing() {
     return g_state.load(std::memory_order_acquire) == kOn ? g_api : nullptr;
 }

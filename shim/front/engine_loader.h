@@ -46,9 +46,6 @@ namespace spillway {
 // loaded, its start-up left the shim off, or see THREADS above).
 const EngineApi *engine_routing();
 
-// Whether SPILLWAY_CONFIG named a config file at start-up.
-bool engine_config_file_named();
-
 // The engine's table only if it has already started and routes: never
 // starts it (for calls that can only concern the engine's own regions).
 const EngineApi *engine_if_routing();

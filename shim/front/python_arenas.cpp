@@ -1,7 +1,6 @@
 // python_arenas.cpp — see python_arenas.h.
 #include "python_arenas.h"
 
-#include "derived_threshold.h"
 #include "engine_loader.h"
 
 #include <atomic>
@@ -26,19 +25,17 @@ ArenaAllocatorCall g_set = nullptr;
 
 enum : int { kUndecided, kZone, kInterpreter };
 // Arenas are allocated and freed under the interpreter's GIL, so the
-// first decision is made once; atomic for a sub-interpreter's own GIL.
+// decision is made once; atomic for a sub-interpreter's own GIL.
 std::atomic<int> g_mode{kUndecided};
-
-int decide() {
-    if (!engine_config_file_named() && read_memory_limit("") == 0) return kInterpreter;
-    const EngineApi *api = engine_routing();
-    return api && api->python_arenas_wanted() ? kZone : kInterpreter;
-}
 
 void *hook_alloc(void *, size_t size) {
     int mode = g_mode.load(std::memory_order_acquire);
     if (mode == kUndecided) {
-        mode = decide();
+        // Never started for an arena: a process that allocates nothing
+        // large keeps no engine, no spill file and no descriptor for it.
+        const EngineApi *api = engine_if_routing();
+        if (!api) return g_interpreter.alloc(g_interpreter.ctx, size);
+        mode = api->python_arenas_wanted() ? kZone : kInterpreter;
         g_mode.store(mode, std::memory_order_release);
         if (mode == kInterpreter) { // no arena of the zone exists: the interpreter's, whole
             ArenaAllocator own = g_interpreter;

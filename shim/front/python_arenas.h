@@ -5,11 +5,14 @@
 //
 // WHEN. The hook is installed by the front's constructor, before main, in
 // a process that has it (an interpreter, or a program linked with
-// libpython). It decides at the interpreter's first arena: with no config
-// file and no memory limit (python.arenas can then only be its default,
-// "auto") it gives the interpreter its own allocator back without starting
-// the engine; otherwise it starts the engine, which says whether the
-// arenas go to the zone (engine/python_arenas.h).
+// libpython). It decides at the first arena the interpreter asks for once
+// the engine routes (its first large allocation, or start-up when a config
+// file is judged then): the engine says whether the arenas go to the zone
+// (engine/python_arenas.h); if not, the interpreter gets its own allocator
+// back. It never starts the engine itself: a process that allocates
+// nothing large (most of a pipeline's helpers) keeps no engine, no spill
+// file and no descriptor for its arenas. Arenas mapped before the decision
+// stay the interpreter's.
 //
 // Invariants:
 //  * An arena the zone did not hand out (when no chunk could be had) is

@@ -51,6 +51,17 @@ inline constexpr char pass_ms[] = "pass_ms";
 inline constexpr char prefetch[] = "prefetch";
 inline constexpr char read_bytes[] = "read_bytes";
 inline constexpr char dropped_bytes[] = "dropped_bytes";
+// CPython's object arenas in the shim's chunks (shim/engine/large/block_zone.h).
+inline constexpr char python_arenas[] = "python_arenas";
+inline constexpr char taken[] = "taken";
+inline constexpr char given_back[] = "given_back";
+inline constexpr char peak[] = "peak";
+inline constexpr char chunks[] = "chunks";
+// Fork snapshots moved to a file of their own under memory pressure
+// (shim/engine/large/fork_snapshot.h), and the parent's copies they carried.
+inline constexpr char fork[] = "fork";
+inline constexpr char snapshot_spills[] = "snapshot_spills";
+inline constexpr char snapshot_spill_copies_bytes[] = "snapshot_spill_copies_bytes";
 inline constexpr char sites[] = "sites";
 
 // The live snapshot (pid, peak_bytes and fallbacks as above).

@@ -16,6 +16,7 @@
 #include "os/uffd.h"
 #include "registry/arena.h"
 #include "registry/region.h"
+#include "stats/stats.h"
 #include "tiering/rehome.h"
 #include "shim_fixture.h"
 
@@ -382,9 +383,12 @@ TEST_CASE("under memory pressure a snapshot moves to a file of its own while a t
                 while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 4000);
             }
         });
+        const uint64_t spills = g_stats.snapshot_spills.load(), copies = g_stats.snapshot_spill_copies_bytes.load();
         const uint64_t moved = snapshot_spill(1, 0); // pressure: 1 byte needed
         stop = true;
         writer.join();
+        CHECK(g_stats.snapshot_spills.load() == spills + 1); // the stats line's fork.snapshot_spills
+        CHECK(g_stats.snapshot_spill_copies_bytes.load() >= copies + kCopied);
         size_t stamped = 0;
         for (uint64_t v : last) stamped += v != 0;
         INFO(stamped << " pages stamped during the move");

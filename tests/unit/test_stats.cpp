@@ -133,3 +133,39 @@ TEST_CASE("the prefetch worker's read and paged-out bytes are in the line, and a
     json = stats_json();
     CHECK(json.find("\"prefetch\":{\"read_bytes\":0,\"dropped_bytes\":0}") != std::string::npos);
 }
+
+TEST_CASE("Python arenas and fork snapshot spills are in the line; a fork child keeps its arenas in use") {
+    uint64_t taken = g_stats.arenas_taken.load(), given = g_stats.arenas_given.load(),
+             in_use = g_stats.arenas_in_use.load(), chunks = g_stats.arena_chunks.load();
+    stats_on_arena_chunk();
+    for (int i = 0; i < 5; i++) stats_on_arena(true);
+    for (int i = 0; i < 2; i++) stats_on_arena(false);
+    stats_on_arena(true);
+    CHECK(g_stats.arenas_taken.load() == taken + 6);
+    CHECK(g_stats.arenas_given.load() == given + 2);
+    CHECK(g_stats.arenas_in_use.load() == in_use + 4);
+    CHECK(g_stats.arenas_peak.load() >= in_use + 5);
+    uint64_t spills = g_stats.snapshot_spills.load(), copies = g_stats.snapshot_spill_copies_bytes.load();
+    stats_on_snapshot_spill(300u << 20);
+    stats_on_snapshot_spill(0); // an early move: no copy yet
+    std::string json = stats_json();
+    std::string arenas = "\"python_arenas\":{\"taken\":" + std::to_string(taken + 6) +
+                         ",\"given_back\":" + std::to_string(given + 2) +
+                         ",\"peak\":" + std::to_string(g_stats.arenas_peak.load()) +
+                         ",\"chunks\":" + std::to_string(chunks + 1) + "}";
+    CHECK(json.find(arenas) != std::string::npos);
+    std::string fork = "\"fork\":{\"snapshot_spills\":" + std::to_string(spills + 2) +
+                       ",\"snapshot_spill_copies_bytes\":" + std::to_string(copies + (300u << 20)) + "}";
+    CHECK(json.find(fork) != std::string::npos);
+    CHECK(json.find("\"fork\":{") < json.find("\"sites\":"));
+    stats_on_arena(false); // what this case took, given back before the child's view
+    stats_on_arena(false);
+    stats_on_arena(false);
+    stats_on_arena(false);
+    stats_after_fork_child();
+    json = stats_json();
+    // The child's heap holds the parent's arenas: its peak starts at those in use.
+    CHECK(json.find("\"python_arenas\":{\"taken\":0,\"given_back\":0,\"peak\":" +
+                    std::to_string(g_stats.arenas_in_use.load()) + ",\"chunks\":0}") != std::string::npos);
+    CHECK(json.find("\"fork\":{\"snapshot_spills\":0,\"snapshot_spill_copies_bytes\":0}") != std::string::npos);
+}

@@ -4,6 +4,7 @@
 #include "large/large.h"
 #include "large/policy.h"
 #include "log.h"
+#include "stats/stats.h"
 
 #include <cerrno>
 #include <mutex>
@@ -48,6 +49,7 @@ uintptr_t take_locked() {
         unsigned bit = (unsigned)__builtin_ctzll(~c.used);
         c.used |= uint64_t(1) << bit;
         if (++g_in_use > g_peak) g_peak = g_in_use;
+        stats_on_arena(true);
         return c.base + bit * g_block;
     }
     return 0;
@@ -84,7 +86,10 @@ void *block_zone_take(size_t block) {
     {
         std::lock_guard<std::mutex> guard(*g_lock);
         kept = g_count < kChunkSlots; // other takers may have filled the table meanwhile
-        if (kept) g_chunks[g_count++].base = (uintptr_t)base;
+        if (kept) {
+            g_chunks[g_count++].base = (uintptr_t)base;
+            stats_on_arena_chunk();
+        }
         p = take_locked();
     }
     if (!kept) large_free(base);
@@ -112,6 +117,7 @@ bool block_zone_give(void *p, size_t block) {
         }
         c.used &= ~bit;
         g_in_use--;
+        stats_on_arena(false);
         if (c.used == 0) {
             // Keep one empty chunk; free this one if another is empty already.
             for (size_t j = 0; j < g_count; j++)

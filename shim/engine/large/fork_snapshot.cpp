@@ -414,6 +414,7 @@ uint64_t snapshot_spill(uint64_t need, uint64_t room) {
         g_live.fetch_sub(1);
         freed += std::max<size_t>(c.copies, 1); // moved, even if early enough to find no copy
         stats_on_rehome(c.from, Backing::disk, c.len);
+        stats_on_snapshot_spill(c.copies);
         SPW_LOG(info, "fork: %s: %zu MiB at %p, %zu MiB of it the parent's copies since the fork (anonymous "
                       "memory), moved to a file of its own in %.0f ms (%s, accesses paused at most %.1f ms); the "
                       "children keep the old one",

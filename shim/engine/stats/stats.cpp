@@ -70,6 +70,26 @@ void stats_on_writeback_pass(uint64_t dirty_bytes, uint64_t unmapped_bytes, uint
     g_stats.writeback_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
+void stats_on_arena(bool taken) {
+    if (!taken) {
+        g_stats.arenas_given.fetch_add(1, std::memory_order_relaxed);
+        g_stats.arenas_in_use.fetch_sub(1, std::memory_order_relaxed);
+        return;
+    }
+    g_stats.arenas_taken.fetch_add(1, std::memory_order_relaxed);
+    uint64_t now = g_stats.arenas_in_use.fetch_add(1, std::memory_order_relaxed) + 1;
+    uint64_t peak = g_stats.arenas_peak.load(std::memory_order_relaxed);
+    while (now > peak && !g_stats.arenas_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+}
+
+void stats_on_arena_chunk() { g_stats.arena_chunks.fetch_add(1, std::memory_order_relaxed); }
+
+void stats_on_snapshot_spill(uint64_t copies_bytes) {
+    g_stats.snapshot_spills.fetch_add(1, std::memory_order_relaxed);
+    g_stats.snapshot_spill_copies_bytes.fetch_add(copies_bytes, std::memory_order_relaxed);
+}
+
 void stats_on_prefetch(uint64_t read_bytes, uint64_t dropped_bytes) {
     if (read_bytes) g_stats.prefetch_read_bytes.fetch_add(read_bytes, std::memory_order_relaxed);
     if (dropped_bytes) g_stats.prefetch_dropped_bytes.fetch_add(dropped_bytes, std::memory_order_relaxed);
@@ -89,8 +109,13 @@ void stats_after_fork_child() {
                     &g_stats.move_ns, &g_stats.longest_pause_ns, &g_stats.tiering_cpu_ns,
                     &g_stats.failed_promotions, &g_stats.failed_demotions, &g_stats.writeback_passes,
                     &g_stats.writeback_bytes, &g_stats.writeback_unmapped_bytes, &g_stats.writeback_ns,
-                    &g_stats.writeback_zeroed_bytes, &g_stats.prefetch_read_bytes, &g_stats.prefetch_dropped_bytes})
+                    &g_stats.writeback_zeroed_bytes, &g_stats.prefetch_read_bytes, &g_stats.prefetch_dropped_bytes,
+                    &g_stats.arenas_taken, &g_stats.arenas_given, &g_stats.arena_chunks, &g_stats.snapshot_spills,
+                    &g_stats.snapshot_spill_copies_bytes})
         c->store(0);
+    // The child inherits the parent's arenas in use (a fork copies the
+    // interpreter's heap): its peak starts there, as peak_bytes does.
+    g_stats.arenas_peak.store(g_stats.arenas_in_use.load());
     for (auto &r : g_stats.demote_reasons) r.store(0);
 }
 
@@ -155,6 +180,11 @@ std::string stats_json(const std::string &run_tag) {
            n(g_stats.writeback_zeroed_bytes) + "}";
     out += member(key::prefetch) + "{\"" + key::read_bytes + "\":" + n(g_stats.prefetch_read_bytes) +
            member(key::dropped_bytes) + n(g_stats.prefetch_dropped_bytes) + "}";
+    out += member(key::python_arenas) + "{\"" + key::taken + "\":" + n(g_stats.arenas_taken) +
+           member(key::given_back) + n(g_stats.arenas_given) + member(key::peak) + n(g_stats.arenas_peak) +
+           member(key::chunks) + n(g_stats.arena_chunks) + "}";
+    out += member(key::fork) + "{\"" + key::snapshot_spills + "\":" + n(g_stats.snapshot_spills) +
+           member(key::snapshot_spill_copies_bytes) + n(g_stats.snapshot_spill_copies_bytes) + "}";
     out += member(key::sites) + callsite_stats_json();
     out += "}";
     return out;

@@ -50,6 +50,13 @@ struct Stats {
     // and the worker had read 2,038 of 2,048 MiB (tests/bench/JOBS.md,
     // 2026-12-05).
     std::atomic<uint64_t> prefetch_read_bytes, prefetch_dropped_bytes;
+    // CPython's object arenas in the block zone (large/block_zone.h):
+    // blocks handed out, given back, the most in use at once, and the
+    // chunk regions made for them (also counted as regions above).
+    std::atomic<uint64_t> arenas_taken, arenas_given, arenas_in_use, arenas_peak, arena_chunks;
+    // Fork snapshots moved to a file of their own (rehome_spill_snapshot),
+    // and the bytes of the parent's copies that pressed when they did.
+    std::atomic<uint64_t> snapshot_spills, snapshot_spill_copies_bytes;
 };
 
 extern Stats g_stats;
@@ -58,6 +65,9 @@ void stats_on_alloc(Backing b, size_t bytes);
 void stats_on_grow(Backing b, size_t bytes); // realloc in place: bytes, not a region
 void stats_on_free(Backing b, size_t bytes);
 void stats_on_fallback(Fallback why);
+void stats_on_arena(bool taken); // a block of the zone handed out (true) or given back
+void stats_on_arena_chunk();
+void stats_on_snapshot_spill(uint64_t copies_bytes);
 // A live region changed backing in place (not a new region, not a free):
 // its bytes leave one backing's live count for the other's. stats_on_move
 // is a tiering move (a promotion or a demotion, counted as one);

@@ -78,10 +78,12 @@ PROBE = textwrap.dedent(
 )
 
 
-def run_probe(arenas, mode="plain", cgroup_procs=None):
+def run_probe(arenas, mode="plain", cgroup_procs=None, stats=None):
     d = spill_dir()
     with tempfile.NamedTemporaryFile("w", suffix=".toml", dir=d, delete=False) as cfg:
         cfg.write('[python]\narenas = "%s"\n' % arenas)
+        if stats:
+            cfg.write('[stats]\nfile = "%s"\n' % stats)
     # SPILLWAY_THRESHOLD stays the suite's 1 MiB: the first list of ints
     # starts the engine, and the arenas are decided then (none before).
     env = dict(os.environ, SPILLWAY_CONFIG=cfg.name, SPILLWAY_POLICY="auto")
@@ -111,15 +113,33 @@ class PythonArenas(unittest.TestCase):
         empty_spill_dir()
 
     def test_always_puts_small_objects_on_disk(self):
-        got = run_probe("always")
+        got = run_probe("always", stats=self.stats_file())
         self.assertEqual(got["int"], DISK)
         self.assertEqual(got["float"], DISK)
         self.assertEqual(got["tuple"], DISK)
+        arenas = self.stats_line()["python_arenas"]
+        self.assertGreaterEqual(arenas["taken"], 96)  # 3M ints alone: 96 MiB
+        self.assertGreaterEqual(arenas["peak"], 96)
+        self.assertGreaterEqual(arenas["chunks"], 3)
 
     def test_never_leaves_them_to_the_interpreter(self):
-        got = run_probe("never")
+        got = run_probe("never", stats=self.stats_file())
         self.assertEqual(got["int"], NONE)
         self.assertEqual(got["tuple"], NONE)
+        self.assertEqual(self.stats_line()["python_arenas"], {"taken": 0, "given_back": 0, "peak": 0, "chunks": 0})
+
+    def stats_file(self):
+        self.stats = os.path.join(tempfile.mkdtemp(dir=spill_dir()), "stats.jsonl")
+        return self.stats
+
+    def stats_line(self):
+        """The probe's one stats line (its exit)."""
+        import json
+
+        with open(self.stats) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), 1)
+        return lines[0]
 
     def test_a_fork_child_keeps_its_objects_while_the_parent_rewrites_them(self):
         got = run_probe("always", "fork")

@@ -12,6 +12,10 @@ bool python_arenas_wanted() {
     if (!large_active()) return false;
     const Settings &s = large_settings();
     if (s.python_arenas == PythonArenas::never) return false;
+    // Without fork snapshots a fork child would share the chunks' pages
+    // with its parent: two interpreters writing one heap (a DataLoader
+    // worker crashed so at once).
+    if (!s.fork_snapshot) return false;
     if (s.policy != Policy::auto_ && s.policy != Policy::disk) return false;
     if (s.python_arenas == PythonArenas::auto_ && read_memory_limit("") == 0) return false;
     SPW_LOG(info, "Python object arenas go to spill chunks of %zu bytes (python.arenas = \"%s\")",

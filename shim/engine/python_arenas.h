@@ -5,8 +5,10 @@
 // calls them (front/python_arenas.cpp installs the hook).
 //
 // Invariant: wanted only while the large path routes, under policy "auto"
-// or "disk" (memory and anon put nothing on disk), and under python.arenas
-// "auto" only when a memory limit applies.
+// or "disk" (memory and anon put nothing on disk), with fork snapshots on
+// (a fork child must never share its parent's heap: each side writes its
+// objects' reference counts), and under python.arenas "auto" only when a
+// memory limit applies.
 #pragma once
 
 #include <cstddef>

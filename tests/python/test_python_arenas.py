@@ -5,7 +5,8 @@ chunks when [python] arenas says so, and nowhere else when it says
 SPILLWAY_DISK; the values survive a fork in both processes while the parent
 rewrites them; 256 MiB of objects built and dropped three times leave
 memory each time and map no more chunks than the first build; under "auto" the arenas move only
-under a memory limit (a memory cgroup made for the test: root only).
+under a memory limit (a memory cgroup made for the test: root only), and
+never with [fork] snapshot = false (a child would share the heap).
 
 Each case runs a second interpreter with its own config: the arenas are
 decided once, when the engine starts (the first large allocation)."""
@@ -48,7 +49,7 @@ PROBE = textwrap.dedent(
     print("int=%%d" %% backing(ints[2_000_000]))
     print("float=%%d" %% backing(floats[500_000]))
     print("tuple=%%d" %% backing(tuples[100_000]))
-    if mode == "fork":
+    if mode in ("fork", "fork-keep"):
         expect_child = sum(ints)
         r, w = os.pipe()
         pid = os.fork()
@@ -56,8 +57,13 @@ PROBE = textwrap.dedent(
             os.read(r, 1)  # after the parent's rewrite
             ok = sum(ints) == expect_child and floats[999_999] == 999_999 / 3 and tuples[5][1] == -5
             os._exit(0 if ok else 1)
-        for i in range(len(ints)):
-            ints[i] = -ints[i]
+        if mode == "fork":
+            for i in range(len(ints)):
+                ints[i] = -ints[i]
+        else:  # fork-keep: the lists' arrays stay as they were (no snapshot shares them); new objects only
+            junk = [str(i) for i in range(1_000_000)]
+            del junk
+            expect_child = -sum(ints)  # the parent's view of the same ints, for the "parent" line
         os.write(w, b"x")
         _, status = os.waitpid(pid, 0)
         print("child=%%d" %% os.waitstatus_to_exitcode(status))
@@ -78,10 +84,12 @@ PROBE = textwrap.dedent(
 )
 
 
-def run_probe(arenas, mode="plain", cgroup_procs=None, stats=None):
+def run_probe(arenas, mode="plain", cgroup_procs=None, stats=None, snapshot=True):
     d = spill_dir()
     with tempfile.NamedTemporaryFile("w", suffix=".toml", dir=d, delete=False) as cfg:
         cfg.write('[python]\narenas = "%s"\n' % arenas)
+        if not snapshot:
+            cfg.write("[fork]\nsnapshot = false\n")
         if stats:
             cfg.write('[stats]\nfile = "%s"\n' % stats)
     # SPILLWAY_THRESHOLD stays the suite's 1 MiB: the first list of ints
@@ -96,7 +104,7 @@ def run_probe(arenas, mode="plain", cgroup_procs=None, stats=None):
     try:
         out = subprocess.run(
             [PYTHON, "-c", PROBE % {"spill": d}, mode], env=env, capture_output=True, text=True,
-            timeout=300, preexec_fn=enter_cgroup,
+            timeout=120, preexec_fn=enter_cgroup,
         )
     finally:
         os.unlink(cfg.name)
@@ -144,6 +152,16 @@ class PythonArenas(unittest.TestCase):
     def test_a_fork_child_keeps_its_objects_while_the_parent_rewrites_them(self):
         got = run_probe("always", "fork")
         self.assertEqual(got["int"], DISK)
+        self.assertEqual(got["child"], "0")
+        self.assertEqual(got["parent"], "1")
+
+    def test_without_fork_snapshots_they_stay_the_interpreters(self):
+        # A fork child would share the chunks with its parent: one heap
+        # written by two interpreters.
+        # The parent leaves the lists' arrays alone (shared without a
+        # snapshot: the documented contract) and makes new objects only.
+        got = run_probe("always", "fork-keep", snapshot=False)
+        self.assertEqual(got["int"], NONE)
         self.assertEqual(got["child"], "0")
         self.assertEqual(got["parent"], "1")
 

@@ -233,6 +233,51 @@ TEST_CASE("a slow stream continues its run from the last front") {
     CHECK(continues_run(e, 200));
 }
 
+TEST_CASE("a reader moving down continues backward from the last run's start; others do not") {
+    // Last look: [3000, 4000) new over nothing; now [2000, 3000) new below it
+    // (CPython freeing a list's items last to first).
+    const PageRun before[] = {{3000, 1000}};
+    const PageRun after[] = {{2000, 2000}};
+    TickEvidence e = news(8192, before, after);
+    REQUIRE(e.new_islands == 1);
+    CHECK(e.longest_start == 2000);
+    CHECK(e.longest_end == 3000);
+    CHECK(continues_backward(e, 3000));
+    CHECK_FALSE(continues_backward(e, 0));        // no run at the last look
+    CHECK_FALSE(continues_backward(e, 5000));     // the last run began far above
+    CHECK_FALSE(continues_backward(e, 2000));     // not below where it began
+    // The new run may end up to fault-around's 16 pages above the last
+    // run's start, and up to kStreamMinPages below it (pages passed and
+    // unmapped since).
+    CHECK(continues_backward(e, 3000 - 16));
+    CHECK_FALSE(continues_backward(e, 3000 - 17));
+    CHECK(continues_backward(e, 3000 + kStreamMinPages));
+    // Further below, only over pages present since the last look (one
+    // present run up to it), at most a 2 MiB folio's 512 pages.
+    CHECK(continues_backward(e, 3000 + 512));
+    CHECK_FALSE(continues_backward(e, 3000 + 513));
+    // Absent pages between: no run, unless the stream was read ahead down
+    // past the new pages (a freed arena's pages dropped behind the reader).
+    const PageRun gap_after[] = {{2000, 900}, {3100, 900}};
+    TickEvidence g = news(8192, before, gap_after);
+    REQUIRE(g.longest_start == 2000);
+    REQUIRE(g.longest_end == 2900);
+    CHECK_FALSE(continues_backward(g, 3000));
+    CHECK(continues_backward(g, 3000, 2000));
+    CHECK(continues_backward(g, 3000, 2900 + 16));
+    CHECK_FALSE(continues_backward(g, 3000, 2900 + 17)); // the reader is below what was read
+    // A forward stream's next run is no backward one.
+    const PageRun fwd_after[] = {{3000, 2000}};
+    TickEvidence f = news(8192, before, fwd_after);
+    CHECK(f.longest_start == 4000);
+    CHECK_FALSE(continues_backward(f, 3000));
+    // Too short a run, or one beside much scattered news: no stream.
+    const PageRun short_after[] = {{2980, 1020}};
+    CHECK_FALSE(continues_backward(news(8192, before, short_after), 3000));
+    const PageRun noisy_after[] = {{100, 40}, {300, 40}, {500, 40}, {2960, 1040}};
+    CHECK_FALSE(continues_backward(news(8192, before, noisy_after), 3000));
+}
+
 TEST_CASE("a fill whose newest pages were unmapped since the last look moved on; other news past a gap did not") {
     const PageRun before[] = {{0, 10000}};
     // The pacer unmapped [4096, 20000) (the fill's pages since the last look

@@ -134,6 +134,36 @@ unsigned read_slowly(const unsigned char *p, size_t len) {
     }
     return sum;
 }
+
+// Reads [p+from, p+to) from its last page down to its first, a page at a
+// time, with a look every 4 MiB (CPython freeing a list's objects).
+unsigned read_down_slowly(const unsigned char *p, size_t from, size_t to) {
+    unsigned sum = 0;
+    for (size_t i = to; i > from;) {
+        i -= 4096;
+        sum += ((const volatile unsigned char *)p)[i];
+        if (i % (4 << 20) == 0) wait_for_a_look();
+    }
+    return sum;
+}
+
+// Up to 10 s for at least `want` pages of [p, p+len) to be cached.
+size_t wait_cached(const void *p, size_t len, size_t want) {
+    size_t got = 0;
+    for (int i = 0; i < 1000 && (got = cached_pages(p, len)) < want; i++) sleep_ms(10);
+    return got;
+}
+
+// Written, then out of memory (as under a limit).
+void write_then_evict(unsigned char *p, size_t n) {
+    memset(p, 7, n);
+    sleep_ms(250); // looked at while written: the detector knows it is filled
+    Region *r = arena::region_at(p);
+    REQUIRE(msync(p, n, MS_SYNC) == 0);
+    REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
+    REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
+    REQUIRE(cached_pages(p, n) < n / 4096 / 8);
+}
 } // namespace
 
 // Buffers of one call site written, then read back in turn (the live job):
@@ -237,5 +267,51 @@ TEST_CASE("a fork child's own detector advises the regions it inherited by its o
          "13: scattered pages not given MADV_RANDOM");
     CHECK(WEXITSTATUS(status) == 0);
     large_free(p);
+    reaper_drain();
+}
+
+// A reader moving down (continues_backward, access_detector.h) is read
+// ahead below it, and on into the region that ends where its region
+// starts (CPython's arena chunks lie so); a reader moving up is not read
+// ahead below it.
+TEST_CASE("a reader moving down is read ahead below it and into the region just below") {
+    test::bring_up();
+    const size_t n = 32 << 20, pages = n / 4096;
+    std::vector<unsigned char *> bufs;
+    for (int i = 0; i < 4; i++) bufs.push_back(disk_region(n));
+    std::sort(bufs.begin(), bufs.end());
+    unsigned char *below = nullptr, *above = nullptr;
+    for (size_t i = 0; i + 1 < bufs.size() && !below; i++)
+        if (bufs[i] + n == bufs[i + 1]) below = bufs[i], above = bufs[i + 1];
+    REQUIRE(below); // the arena places regions made in turn side by side
+    unsigned char *up = bufs[0] == below ? bufs[3] : bufs[0];
+    for (unsigned char *p : {below, above, up}) write_then_evict(p, n);
+    sleep_ms(250);
+
+    // Up through the top half of `up`: its bottom half stays on disk.
+    // (First: `up` may be the region just below `below`.)
+    unsigned sum = read_slowly(up + n / 2, n / 2);
+    sleep_ms(300);
+    CHECK(cached_pages(up, n / 2) < pages / 2 / 8);
+    CHECK(sum == 7u * (unsigned)(pages / 2));
+
+    const uint64_t prefetched = sampler_prefetched_bytes();
+
+    // Down from the top of `above`: two looks see it, then what lies below
+    // the reader is read ahead, all of it within the lead.
+    const size_t top = 8 << 20, rest = pages - top / 4096;
+    sum = read_down_slowly(above, n - top, n);
+    size_t ahead = wait_cached(above, n - top, rest * 9 / 10);
+    INFO("above: " << ahead << " of " << rest << " pages below the reader cached before it came");
+    CHECK(ahead >= rest * 9 / 10);
+    // Read ahead to its first page: the region below is the reader's next.
+    ahead = wait_cached(below, n, pages * 9 / 10);
+    INFO("below: " << ahead << " of " << pages << " pages cached before the reader came");
+    CHECK(ahead >= pages * 9 / 10);
+    CHECK(sampler_prefetched_bytes() - prefetched >= (pages + rest * 9 / 10) * 4096);
+    sum += read_down_slowly(above, 0, n - top) + read_down_slowly(below, 0, n);
+    CHECK(sum == 7u * (unsigned)(2 * pages));
+
+    for (unsigned char *p : bufs) large_free(p);
     reaper_drain();
 }

@@ -103,6 +103,7 @@ TickEvidence compare_presence(uint64_t *bits, uint64_t pages, const PageRun *run
             e.longest_start = lo;
             e.longest_end = hi;
             e.longest_run_start = first;
+            e.longest_run_end = end;
         }
     }
     if (bits) {
@@ -221,6 +222,19 @@ bool reaches_from(const TickEvidence &e, uint64_t last_front) {
 bool continues_run(const TickEvidence &e, uint64_t last_front) {
     if (e.longest_new < 2 || e.longest_new * 2 < e.new_pages) return false;
     return reaches_from(e, last_front);
+}
+
+bool continues_backward(const TickEvidence &e, uint64_t last_start, uint64_t read_down_to) {
+    constexpr uint64_t kSlack = 16; // fault-around: a fault maps its aligned 64 KiB
+    constexpr uint64_t kBridgeMax = 512; // as reaches_from: at most a PMD folio of present pages
+    if (e.longest_new < kBackwardMinPages || e.longest_new * 2 < e.new_pages || last_start == 0) return false;
+    if (e.longest_huge_folio) return false; // one fault on a cached 2 MiB folio: no run
+    if (e.longest_start >= last_start || e.longest_end > last_start + kSlack) return false;
+    if (e.longest_end + kStreamMinPages >= last_start) return true;
+    if (read_down_to != UINT64_MAX && e.longest_end + kSlack >= read_down_to) return true;
+    // Pages between its end and last_start present already (a pool's
+    // header page, touched first, or what fault-around mapped): one run.
+    return e.longest_run_end >= last_start && e.longest_end + kBridgeMax >= last_start;
 }
 
 bool fill_moved_on(const TickEvidence &e, uint64_t front, uint64_t seen_to, uint64_t max_jump) {

@@ -138,6 +138,19 @@ struct Track {
     uint64_t stream_from = 0;    // where the current stream began
     bool streaming = false;
     bool feed_due = false; // this tick's look asked for read-ahead (issued after publish_all)
+    // A reader moving down the region (continues_backward, access_detector.h):
+    // read ahead below it with MADV_WILLNEED, apart from the forward stream's
+    // state above, which such a reader never satisfies (each of its looks
+    // is a new forward stream, never fed).
+    uint64_t back_from = 0;     // the last look's longest new run began here (0: none long enough)
+    bool backward = false;      // two looks in a row saw it move down
+    uint64_t back_front = 0;    // its lowest new page
+    uint64_t back_read_to = 0;  // read ahead down to this page
+    uint64_t back_rate = 0;     // pages per second
+    uint64_t back_last_run = 0; // pages its last news mapped (stream_stopped)
+    uint64_t back_news_ns = 0;  // the look that last saw it move (or predicted it)
+    bool back_feed_due = false; // this look asked for read-ahead below it
+    bool back_passed_on = false; // read down to page 0: the region just below was predicted
     bool left_due = false; // a re-read left the region at its end: page out its rest (after publish_all)
     unsigned idle_looks = 0;
     uint64_t last_run = 0;   // pages the stream's last news mapped (stream_stopped)
@@ -592,6 +605,97 @@ void update_clustered(Track &t, const TickEvidence &e, Verdict v, bool continuin
     if (t.streaming && t.front >= t.stream_from + kLongStreamPages) t.clustered = false;
 }
 
+// A reader moving down (Track::backward): the look's news against the
+// last one's. Only over pages written before (a backward fill needs no
+// read-ahead); never for a region whose cache aware code manages.
+void note_backward(Track &t, const TickEvidence &e, uint64_t now, uint64_t dt, uint64_t filled_before) {
+    if (!e.new_pages) {
+        if (t.backward && stream_stopped(now - t.back_news_ns, t.back_last_run, t.back_rate)) t.backward = false;
+        return;
+    }
+    if (t.back_from && continues_backward(e, t.back_from, t.backward ? t.back_read_to : UINT64_MAX)) {
+        uint64_t rate = (t.back_from - e.longest_start) * 1000000000ull / (dt ? dt : 1);
+        t.back_news_ns = now;
+        if (!t.backward) {
+            t.back_read_to = e.longest_start;
+            t.back_passed_on = false;
+            SPW_LOG(debug, "detector %p: a reader moving down from page %llu", (void *)t.start,
+                    (unsigned long long)e.longest_end);
+        }
+        t.back_rate = t.backward ? (t.back_rate + rate) / 2 : rate;
+        t.backward = true;
+        t.back_front = e.longest_start;
+        t.back_last_run = e.longest_new;
+        t.back_feed_due = !t.cache_managed && e.longest_start < filled_before;
+        // Not a forward stream: its looks would hand the worker reads of
+        // what the reader has just passed.
+        t.fed = false;
+        t.predicted = false;
+        unhand(t);
+    } else if (t.backward && e.longest_new < kBackwardMinPages) {
+        // Too little news to judge by (a reader slowed by a busy disk, or
+        // fault-around elsewhere): the stream goes on until it stops.
+        if (e.longest_start < t.back_from && e.longest_end + kStreamMinPages >= t.back_from)
+            t.back_from = e.longest_start;
+        if (stream_stopped(now - t.back_news_ns, t.back_last_run, t.back_rate)) t.backward = false;
+        return;
+    } else {
+        t.backward = false;
+    }
+    t.back_from = e.longest_new >= kBackwardMinPages ? e.longest_start : 0;
+}
+
+// Reads ahead below a reader moving down: the lead a forward stream gets
+// (prefetch_lead_pages), nearest pages first, each page asked once.
+void feed_backward(Track &t) {
+    if (!t.backward || t.cache_managed) return;
+    uint64_t cap = lead_max_pages();
+    uint64_t lead = prefetch_lead_pages(t.back_rate, kLeadNs, std::min(kLeadMinPages, cap), cap);
+    uint64_t lo = t.back_front > lead ? t.back_front - lead : 0;
+    uint64_t hi = std::min(t.back_read_to, t.back_front);
+    if (lo >= hi) return;
+    uint64_t chunk = willneed_chunk_pages(t.start + lo * kPage, hi - lo);
+    for (uint64_t at = hi; at > lo;) {
+        uint64_t n = std::min(chunk, at - lo);
+        at -= n;
+        madvise((void *)(t.start + at * kPage), n * kPage, MADV_WILLNEED); // on addresses, as feed_stream
+    }
+    g_prefetched.fetch_add((hi - lo) * kPage, std::memory_order_relaxed);
+    t.back_read_to = lo;
+}
+
+// A reader moving down whose region is read ahead down to its first page
+// goes on into the region that ends where this one starts, if there is
+// one: CPython's arena chunks (large/block_zone.h) lie side by side, made
+// in the order the list's items were, so freeing the list crosses one
+// every 32 MiB. Without this each chunk waited two looks (up to 200 ms,
+// a third of a chunk read page by page) before it was read ahead. That
+// region is read ahead from its end as the reader's own; if the reader
+// never comes, its stream stops as any other (stream_stopped).
+constexpr uint64_t kBackwardEdgePages = 16; // fault-around: a fault maps its aligned 64 KiB
+void pass_backward_on(uint64_t now) {
+    for (size_t i = 1; i < g_track_count; i++) {
+        Track &a = g_tracks[i];
+        // Read ahead to its start, or the reader got there first.
+        if (!a.backward || a.back_passed_on || std::min(a.back_read_to, a.back_front) > kBackwardEdgePages) continue;
+        a.back_passed_on = true;
+        Track &b = g_tracks[i - 1];
+        // A forward stream there (b.fed) is another reader's.
+        if (b.start + b.pages * kPage != a.start || b.backward || b.fed || b.cache_managed || b.kept_off ||
+            b.filled_to == 0)
+            continue;
+        b.backward = true;
+        b.back_passed_on = false;
+        b.back_from = b.back_front = b.back_read_to = std::min(b.pages, b.filled_to);
+        b.back_rate = a.back_rate;
+        b.back_last_run = a.back_last_run;
+        b.back_news_ns = now;
+        b.back_feed_due = true;
+        SPW_LOG(debug, "detector %p: read down to its start, %p below it read ahead for the same reader",
+                (void *)a.start, (void *)b.start);
+    }
+}
+
 // The pages [lo, hi) of a region a look covers: all of them, or for a
 // stream between full looks a window around its front. Why a window: the
 // pages a stream left mapped behind it are most of what a page-table walk
@@ -607,7 +711,8 @@ LookSpan whole(const Track &t) { return {0, t.pages}; }
 
 LookSpan stream_window(const Track &t) {
     constexpr uint64_t kBehind = (4u << 20) / kPage;
-    uint64_t lo = t.front > kBehind ? (t.front - kBehind) & ~uint64_t(63) : 0;
+    uint64_t low = t.backward ? std::min(t.front, t.back_read_to) : t.front; // a reader moving down
+    uint64_t lo = low > kBehind ? (low - kBehind) & ~uint64_t(63) : 0;
     uint64_t ahead = std::max(t.prefetched_to, t.front) + kLeadMaxPages;
     return {lo, std::min(t.pages, ahead)};
 }
@@ -679,6 +784,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         e.longest_start += span.lo;
         e.longest_end += span.lo;
         e.longest_run_start += span.lo;
+        e.longest_run_end += span.lo;
         t.last_news_ns = now;
         if (t.probes) { // page_probes.h: the open cycle says nothing
             t.probes->presence_moved = true;
@@ -708,9 +814,10 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     }
     note_huge_folios(e, g_pagemap, t.start, span.lo);
     Verdict v = classify_tick(e);
-    SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu ending at %llu) in %.0f ms: %d",
+    SPW_LOG(debug, "detector %p: %llu new pages in %llu islands (longest %llu from %llu to %llu) in %.0f ms: %d",
             (void *)t.start, (unsigned long long)e.new_pages, (unsigned long long)e.new_islands,
-            (unsigned long long)e.longest_new, (unsigned long long)e.longest_end, dt / 1e6, (int)v);
+            (unsigned long long)e.longest_new, (unsigned long long)e.longest_start,
+            (unsigned long long)e.longest_end, dt / 1e6, (int)v);
     uint32_t fault_rate = (uint32_t)std::min<uint64_t>(e.new_pages * 1000000000ull / dt, UINT32_MAX);
     if (v == Verdict::undecided && continues_run(e, t.front)) v = Verdict::sequential;
     // A fill whose newest pages the pacer unmapped since the last look
@@ -775,6 +882,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         }
     }
     if (e.new_pages) t.front = e.longest_end; // where a stream would continue
+    note_backward(t, e, now, dt, filled_before);
     update_clustered(t, e, v, continuing);
     if (!t.streaming) {
         t.prefetched_to = 0;
@@ -791,7 +899,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     // extends the region's written part (a first fill of reserved blocks)
     // needs no read-ahead, which would only fill the page cache with zeros
     // ahead of the writer and page out what it just wrote.
-    if (t.streaming && !t.fed) {
+    if (t.streaming && !t.fed && !t.backward) {
         // ...and only once it has run kLongStreamPages: a reader taking
         // contiguous slices in random order starts a short "stream" at each
         // one, which the kernel's window serves (update_clustered); the
@@ -809,7 +917,7 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
 // end must be noticed before random faults read megabytes), is looked at
 // every stream tick; everything else every 100 ms.
 bool needs_fast_looks(const Track &t) {
-    return t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom);
+    return (t.streaming && (t.fed || t.pages * kPage >= kStreamAdviceFrom)) || t.backward;
 }
 
 bool feeds_itself(const Track &t) { return t.streaming && t.fed; }
@@ -938,7 +1046,8 @@ uint64_t tick(uint64_t now) {
         any_fed |= feeds_itself(t);
     }
     predict_next_in_chains(now);
-    for (size_t i = 0; i < g_track_count; i++) any_fed |= g_tracks[i].feed_due;
+    pass_backward_on(now);
+    for (size_t i = 0; i < g_track_count; i++) any_fed |= g_tracks[i].feed_due || g_tracks[i].back_feed_due;
     publish_all();
     for (size_t i = 0; i < g_track_count; i++) // no lock: on addresses, as feed_stream
         if (g_tracks[i].left_due) {
@@ -951,6 +1060,12 @@ uint64_t tick(uint64_t now) {
             if (g_tracks[i].feed_due) {
                 g_tracks[i].feed_due = false;
                 feed_stream(g_tracks[i]);
+            }
+    if (any_fed)
+        for (size_t i = 0; i < g_track_count; i++)
+            if (g_tracks[i].back_feed_due) {
+                g_tracks[i].back_feed_due = false;
+                feed_backward(g_tracks[i]);
             }
     return any_fed ? kFeedPeriodNs : any_stream ? kStreamPeriodNs : kPeriodNs;
 }

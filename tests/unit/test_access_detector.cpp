@@ -223,6 +223,35 @@ TEST_CASE("slow streams side by side are never a scatter") {
     CHECK(tally.islands <= 3);
 }
 
+TEST_CASE("slow readers moving down are never a scatter either") {
+    // Two readers moving down 16 pages a look (CPython freeing two lists
+    // last to first on a busy disk): every island ends where one began.
+    // Before the tally knew them, four such looks made a call site random.
+    const uint64_t pages = 1 << 17;
+    auto bits = bitmap(pages);
+    ScatterTally tally;
+    uint64_t top[2] = {60000, 120000};
+    PageRun runs[2];
+    for (int i = 0; i < 2; i++) runs[i] = {top[i] - 16, 16};
+    scatter_tally(tally, compare_presence(bits.data(), pages, runs, 2, false), 0);
+    for (int look = 1; look < 40; look++) {
+        for (int i = 0; i < 2; i++) runs[i] = {runs[i].first - 16, runs[i].count + 16};
+        TickEvidence e = compare_presence(bits.data(), pages, runs, 2, false);
+        CHECK(e.new_islands == 2);
+        CHECK(scatter_tally(tally, e, look * 20'000'000ull) == Verdict::undecided);
+    }
+    CHECK(tally.islands <= 2);
+    // The same islands in no order are a scatter.
+    ScatterTally other;
+    auto fresh = bitmap(pages);
+    Verdict v = Verdict::undecided;
+    for (int look = 0; look < 8 && v == Verdict::undecided; look++) {
+        PageRun one[] = {{(uint64_t)(look * 7919 % 100) * 1000 + 5, 16}};
+        v = scatter_tally(other, compare_presence(fresh.data(), pages, one, 1, false), look * 20'000'000ull);
+    }
+    CHECK(v == Verdict::random);
+}
+
 TEST_CASE("a slow stream continues its run from the last front") {
     auto bits = bitmap(4096);
     PageRun before[] = {{0, 200}};

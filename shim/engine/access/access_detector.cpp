@@ -174,14 +174,22 @@ Verdict scatter_tally(ScatterTally &s, const TickEvidence &e, uint64_t now_ns) {
     if (s.islands && now_ns - s.since_ns > kScatterSpanNs) s.islands = 0; // too old (the ends still tell steps)
     for (uint64_t i = 0; i < e.new_islands; i++) {
         uint64_t lo = e.island_start[i], hi = e.island_end[i];
-        bool step = false; // the next step of a slow stream: lo just after an island's end
+        // The next step of a slow stream: lo just after an island's end,
+        // or, for a reader moving down (continues_backward), hi just
+        // before an island's start. Counted as a scatter, a list freed
+        // last to first taught its call site "random" (the epochs job:
+        // the sampler's list of indices, promoted to a 183 MiB memfd in
+        // every later epoch).
+        bool step = false;
         for (size_t k = 0; k < s.n_ends && !step; k++)
-            step = lo + kSlack >= s.ends[k] && lo <= s.ends[k] + kGapMax;
+            step = (lo + kSlack >= s.ends[k] && lo <= s.ends[k] + kGapMax) ||
+                   (hi <= s.starts[k] + kSlack && hi + kGapMax >= s.starts[k]);
         if (!step) {
             if (!s.islands) s.since_ns = now_ns;
             s.islands++;
         }
         s.ends[s.next_end] = hi;
+        s.starts[s.next_end] = lo;
         s.next_end = (s.next_end + 1) % TickEvidence::kListedIslands;
         if (s.n_ends < TickEvidence::kListedIslands) s.n_ends++;
     }

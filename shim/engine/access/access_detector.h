@@ -111,6 +111,7 @@ struct ScatterTally {
     uint64_t islands = 0;  // scattered islands counted
     uint64_t since_ns = 0; // the look that counted the first
     uint64_t ends[TickEvidence::kListedIslands] = {}; // where recent islands ended (a ring)
+    uint64_t starts[TickEvidence::kListedIslands] = {}; // ...and began (a slow reader moving down)
     size_t n_ends = 0, next_end = 0;
 };
 void scatter_reset(ScatterTally &s);

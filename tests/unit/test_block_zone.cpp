@@ -175,6 +175,62 @@ TEST_CASE("after a fork a freed block's copies go, and the child keeps its view"
     for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
 }
 
+// Blocks taken while a fork's children live go to a chunk no snapshot
+// holds: in the frozen one, every page the parent wrote would be a copy
+// (anonymous memory). Once the children are gone, its free blocks are
+// taken again first.
+TEST_CASE("while a fork's children live, blocks come from a chunk the fork did not freeze") {
+    ZoneScope scope;
+    auto *old_block = (unsigned char *)block_zone_take(kBlock);
+    auto *freed = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(old_block);
+    REQUIRE(freed);
+    memset(old_block, 'o', kBlock);
+    memset(freed, 'f', kBlock);
+    CHECK(block_zone_give(freed, kBlock)); // free at the fork: the frozen chunk has room
+    const uintptr_t frozen = arena::region_at(old_block)->start;
+    int go[2];
+    REQUIRE(pipe(go) == 0);
+    fork_prepare();
+    pid_t pid = _Fork();
+    if (pid == 0) {
+        fork_child();
+        char byte;
+        if (read(go[0], &byte, 1) != 1) _exit(2);
+        size_t wrong = 0;
+        for (size_t i = 0; i < kBlock; i++) wrong += old_block[i] != 'o';
+        _exit(wrong ? 1 : 0);
+    }
+    fork_parent();
+    REQUIRE(snapshot_frozen(old_block));
+    std::vector<unsigned char *> taken;
+    for (int i = 0; i < 3; i++) {
+        auto *b = (unsigned char *)block_zone_take(kBlock);
+        REQUIRE(b);
+        memset(b, 'n', kBlock);
+        CHECK(arena::region_at(b)->start != frozen);
+        CHECK_FALSE(snapshot_frozen(b));
+        CHECK(private_pages(b, kBlock) == 0); // page cache, not copies
+        taken.push_back(b);
+    }
+    CHECK(arena::region_at(taken[0])->start == arena::region_at(taken[2])->start); // one new chunk
+    CHECK(block_zone_figures().chunks == 2);
+    REQUIRE(write(go[1], "x", 1) == 1);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    close(go[0]);
+    close(go[1]);
+    for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
+    REQUIRE_FALSE(snapshot_frozen(old_block));
+    auto *again = (unsigned char *)block_zone_take(kBlock);
+    CHECK(arena::region_at(again)->start == frozen); // the oldest chunk fills first again
+    CHECK(block_zone_give(again, kBlock));
+    for (unsigned char *b : taken) CHECK(block_zone_give(b, kBlock));
+    CHECK(block_zone_give(old_block, kBlock));
+}
+
 TEST_CASE("a block freed twice stops the process") {
     ZoneScope scope;
     void *a = block_zone_take(kBlock);

@@ -20,6 +20,9 @@
 //    the process's view (MADV_DONTNEED) and never punched out of the file:
 //    the chunk's disk blocks stay reserved, so a store into a reused block
 //    cannot raise SIGBUS on a full disk.
+//  * While a fork's children live, a block is taken only in a chunk no
+//    fork snapshot holds (large/fork_snapshot.h), or a new one: in a frozen
+//    chunk the parent's writes would be copies, anonymous memory.
 //  * A chunk whose every block is free is freed, unless it is the only
 //    empty one (kept so that an interpreter freeing and taking one arena at
 //    a boundary does not make and free a region each time).

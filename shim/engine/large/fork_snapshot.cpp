@@ -326,6 +326,13 @@ bool snapshot_settle() {
 
 bool snapshot_regions_live() { return g_live.load(std::memory_order_relaxed) != 0; }
 
+bool snapshot_frozen(const void *p) {
+    if (!snapshot_regions_live() || !arena::owns(p)) return false;
+    std::lock_guard<std::mutex> guard(large_lock());
+    const Region *r = arena::region_at(p);
+    return r && !r->freed.load() && r->snapshot_gen != 0;
+}
+
 void snapshot_count_out_retired(Region *r) {
     if (r->snapshot_gen) g_live.fetch_sub(1);
     r->snapshot_gen = 0;

@@ -76,6 +76,11 @@ bool snapshot_settle();
 // True while some live region is a snapshot (cheap: one atomic load), so
 // the control API can settle first when a child has already let go.
 bool snapshot_regions_live();
+// True while the live region holding p is a parent's snapshot (mapped
+// private: every page the parent writes is a copy, anonymous memory, until
+// the children of its generation are gone). Takes the large lock, unless
+// no snapshot is live.
+bool snapshot_frozen(const void *p);
 
 // A retirement that cannot keep r's range (its addresses are lost): r no
 // longer counts as a live snapshot. Large lock held.

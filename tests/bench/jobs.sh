@@ -25,6 +25,8 @@
 #                a DataLoader's workers, forked every epoch, live (epochs_job.py;
 #                run it again with --shim-env SPILLWAY_CONFIG=FILE holding
 #                "[fork] snapshot = false" to see what the fork snapshot costs)
+#   pylist       pure Python: 30M ints from numpy's tolist() (CPython's object
+#                arenas), a pass over them, the list dropped (pylist_job.py)
 # Each job prints its phases (JOBPHASE lines: seconds, faults, bytes read and
 # written) and a JOBRESULT that must match across the four ways.
 #
@@ -68,7 +70,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${SPILLWAY_BENCH_BUILD:-$ROOT/build}
 PYTHON=/usr/bin/python3
-ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live epochs"
+ALL_JOBS="pandas xgboost sklearn torchvision scipy graph live epochs pylist"
 ALL_VARIANTS="unconstrained swap shim bare"
 JOBS=$ALL_JOBS VARIANTS=$ALL_VARIANTS ROUNDS=2 RA=128 TIMEOUT=300
 SHIM="" SHIM_ENV="" LIMIT="" LOGS="" REPORT="" APPEND=0 RECORD=0 MOUNT=nodiscard DEVICE=loop
@@ -107,7 +109,7 @@ job_limit() {
     if [ -n "$LIMIT" ]; then echo "$LIMIT"; return; fi
     case $1 in
     pandas) echo 640M ;; xgboost) echo 384M ;; sklearn) echo 512M ;; torchvision) echo 1G ;;
-    scipy) echo 768M ;; graph) echo 1G ;; live) echo 1G ;; epochs) echo 640M ;;
+    scipy) echo 768M ;; graph) echo 1G ;; live) echo 1G ;; epochs) echo 640M ;; pylist) echo 768M ;;
     *) echo "jobs.sh: unknown job $1 (jobs: $ALL_JOBS)" >&2; return 2 ;;
     esac
 }
@@ -120,6 +122,7 @@ job_cmd() {
     torchvision) echo "$PYTHON $HERE/jobs/torchvision_job.py" ;;
     scipy) echo "$PYTHON $HERE/jobs/scipy_job.py" ;;
     epochs) echo "$PYTHON $HERE/jobs/epochs_job.py" ;;
+    pylist) echo "$PYTHON $HERE/jobs/pylist_job.py" ;;
     graph) echo "$BIN/graph_scatter 2048 512" ;;
     live) echo "$BIN/seqjob 8G 64M" ;;
     esac
@@ -135,7 +138,7 @@ SWAP_B=$(bytes 8G)
 # The Python jobs' libraries (pandas, XGBoost, scikit-learn, torchvision,
 # scipy): Debian's, for /usr/bin/python3, installed if missing. Without
 # them every run of those jobs would fail at its first import.
-if [[ " $JOBS " == *" "@(pandas|xgboost|sklearn|torchvision|scipy|epochs)" "* ]]; then
+if [[ " $JOBS " == *" "@(pandas|xgboost|sklearn|torchvision|scipy|epochs|pylist)" "* ]]; then
     deps_log=$(mktemp /var/tmp/spillway-jobs-apt.XXXXXX.log)
     bash "$ROOT/tools/setup-deps.sh" --bench --log "$deps_log" ||
         { echo "jobs.sh: the jobs' Python libraries could not be installed (apt's output: $deps_log); install python3-pandas python3-xgboost python3-sklearn python3-torchvision python3-scipy, or run the C jobs alone (--only graph,live)" >&2; exit 1; }

@@ -297,10 +297,18 @@ TEST_CASE("a reader moving down is read ahead below it and into the region just 
 
     const uint64_t prefetched = sampler_prefetched_bytes();
 
-    // Down from the top of `above`: two looks see it, then what lies below
-    // the reader is read ahead, all of it within the lead.
-    const size_t top = 8 << 20, rest = pages - top / 4096;
-    sum = read_down_slowly(above, n - top, n);
+    // Down from the top of `above`, 4 MiB a look: two looks that see it
+    // move down start the stream (a look may come late and see two steps
+    // at once: up to four steps), then what lies below the reader is read
+    // ahead, all of it within the lead.
+    size_t top = 0;
+    sum = 0;
+    do {
+        sum += read_down_slowly(above, n - top - (4 << 20), n - top);
+        top += 4 << 20;
+    } while (top < (16u << 20) && cached_pages(above, n - top) < (n - top) / 4096 * 9 / 10);
+    const size_t rest = pages - top / 4096;
+    INFO("read " << (top >> 20) << " MiB down before the rest was cached");
     size_t ahead = wait_cached(above, n - top, rest * 9 / 10);
     INFO("above: " << ahead << " of " << rest << " pages below the reader cached before it came");
     CHECK(ahead >= rest * 9 / 10);

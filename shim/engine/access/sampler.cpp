@@ -608,6 +608,7 @@ void update_clustered(Track &t, const TickEvidence &e, Verdict v, bool continuin
 // A reader moving down (Track::backward): the look's news against the
 // last one's. Only over pages written before (a backward fill needs no
 // read-ahead); never for a region whose cache aware code manages.
+constexpr uint64_t kBackwardMinLeadPages = (1u << 20) / kPage; // a CPython arena
 void note_backward(Track &t, const TickEvidence &e, uint64_t now, uint64_t dt, uint64_t filled_before) {
     if (!e.new_pages) {
         if (t.backward && stream_stopped(now - t.back_news_ns, t.back_last_run, t.back_rate)) t.backward = false;
@@ -646,10 +647,16 @@ void note_backward(Track &t, const TickEvidence &e, uint64_t now, uint64_t dt, u
 }
 
 // Reads ahead below a reader moving down: the lead a forward stream gets
-// (prefetch_lead_pages), nearest pages first, each page asked once.
+// (prefetch_lead_pages), nearest pages first, each page asked once, but at
+// most a quarter of the room page cache has under the limit (at least one
+// CPython arena): nothing pages out what such a reader passed (a list's
+// freed arenas leave by themselves), and a lead the room cannot hold would
+// be evicted before the reader got there.
 void feed_backward(Track &t) {
     if (!t.backward || t.cache_managed) return;
     uint64_t cap = lead_max_pages();
+    MemoryFigures m = read_memory_figures();
+    if (m.limited) cap = std::min(cap, std::max<uint64_t>(m.room() / kPage / 4, kBackwardMinLeadPages));
     uint64_t lead = prefetch_lead_pages(t.back_rate, kLeadNs, std::min(kLeadMinPages, cap), cap);
     uint64_t lo = t.back_front > lead ? t.back_front - lead : 0;
     uint64_t hi = std::min(t.back_read_to, t.back_front);

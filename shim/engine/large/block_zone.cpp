@@ -85,9 +85,11 @@ uintptr_t take_unfrozen() {
     {
         std::lock_guard<std::mutex> guard(*g_lock);
         if (!snapshot_regions_live()) return take_locked();
+        // Newest first: chunks made since the last fork are the unfrozen
+        // ones, so one or two questions find a block.
         uint64_t full = full_map();
-        for (size_t i = 0; i < g_count && n < kScan; i++)
-            if (g_chunks[i].used != full) bases[n++] = g_chunks[i].base;
+        for (size_t i = g_count; i > 0 && n < kScan; i--)
+            if (g_chunks[i - 1].used != full) bases[n++] = g_chunks[i - 1].base;
     }
     // Asked outside the zone's lock: no large-path call is made under it.
     for (size_t i = 0; i < n; i++) {

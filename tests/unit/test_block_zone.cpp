@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <fcntl.h>
+#include <functional>
 #include <cstring>
 #include <set>
 #include <sys/wait.h>
@@ -53,6 +54,35 @@ size_t private_pages(const void *p, size_t len) {
     for (uint64_t e : entries) copies += (e >> 63 & 1) && !(e >> 61 & 1);
     return copies;
 }
+
+// Forks (playing fork's handlers) a child that waits for the parent's go,
+// then exits 0 when `wrong` counts no byte out of place in its view.
+struct CheckingChild {
+    pid_t pid = -1;
+    int go[2] = {-1, -1};
+    explicit CheckingChild(const std::function<size_t()> &wrong) {
+        REQUIRE(pipe(go) == 0);
+        fork_prepare();
+        pid = _Fork();
+        if (pid == 0) {
+            fork_child();
+            char byte;
+            if (read(go[0], &byte, 1) != 1) _exit(2);
+            _exit(wrong() ? 1 : 0);
+        }
+        fork_parent();
+    }
+    // Lets it look, and checks that it saw every byte in place.
+    void finish() {
+        REQUIRE(write(go[1], "x", 1) == 1);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+        close(go[0]);
+        close(go[1]);
+    }
+};
 
 } // namespace
 
@@ -142,19 +172,11 @@ TEST_CASE("after a fork a freed block's copies go, and the child keeps its view"
     REQUIRE(gone);
     memset(keep, 'k', kBlock);
     memset(gone, 'g', kBlock);
-    int go[2];
-    REQUIRE(pipe(go) == 0);
-    fork_prepare();
-    pid_t pid = _Fork();
-    if (pid == 0) {
-        fork_child();
-        char byte;
-        if (read(go[0], &byte, 1) != 1) _exit(2);
+    CheckingChild child([&] {
         size_t wrong = 0;
         for (size_t i = 0; i < kBlock; i++) wrong += (keep[i] != 'k') + (gone[i] != 'g');
-        _exit(wrong ? 1 : 0);
-    }
-    fork_parent();
+        return wrong;
+    });
     // The parent writes both blocks: private copies, while the child lives.
     memset(keep, 'K', kBlock);
     memset(gone, 'G', kBlock);
@@ -164,13 +186,7 @@ TEST_CASE("after a fork a freed block's copies go, and the child keeps its view"
     CHECK(private_pages(keep, kBlock) == kBlock / 4096);
     CHECK(keep[0] == 'K');
     CHECK(keep[kBlock - 1] == 'K');
-    REQUIRE(write(go[1], "x", 1) == 1);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    close(go[0]);
-    close(go[1]);
+    child.finish();
     CHECK(block_zone_give(keep, kBlock));
     for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
 }
@@ -189,19 +205,11 @@ TEST_CASE("while a fork's children live, blocks come from a chunk the fork did n
     memset(freed, 'f', kBlock);
     CHECK(block_zone_give(freed, kBlock)); // free at the fork: the frozen chunk has room
     const uintptr_t frozen = arena::region_at(old_block)->start;
-    int go[2];
-    REQUIRE(pipe(go) == 0);
-    fork_prepare();
-    pid_t pid = _Fork();
-    if (pid == 0) {
-        fork_child();
-        char byte;
-        if (read(go[0], &byte, 1) != 1) _exit(2);
+    CheckingChild child([&] {
         size_t wrong = 0;
         for (size_t i = 0; i < kBlock; i++) wrong += old_block[i] != 'o';
-        _exit(wrong ? 1 : 0);
-    }
-    fork_parent();
+        return wrong;
+    });
     REQUIRE(snapshot_frozen(old_block));
     std::vector<unsigned char *> taken;
     for (int i = 0; i < 3; i++) {
@@ -215,13 +223,7 @@ TEST_CASE("while a fork's children live, blocks come from a chunk the fork did n
     }
     CHECK(arena::region_at(taken[0])->start == arena::region_at(taken[2])->start); // one new chunk
     CHECK(block_zone_figures().chunks == 2);
-    REQUIRE(write(go[1], "x", 1) == 1);
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    close(go[0]);
-    close(go[1]);
+    child.finish();
     for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
     REQUIRE_FALSE(snapshot_frozen(old_block));
     auto *again = (unsigned char *)block_zone_take(kBlock);

@@ -783,6 +783,8 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
         t.fed = false;
         t.predicted = false;
         t.feed_due = t.left_due = false;
+        t.backward = t.back_feed_due = false; // a move's copy is no reader moving down either
+        t.back_from = 0;
         scatter_reset(t.scatter);
         unhand(t);
         return;

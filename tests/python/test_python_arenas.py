@@ -171,8 +171,12 @@ class PythonArenas(unittest.TestCase):
             # The 256 MiB of strs were resident in the chunks, and left with them.
             self.assertGreaterEqual(got["built%d_resident" % r] - got["freed%d_resident" % r], 200)
             # A chunk a live arena keeps stays mapped, but each round reuses
-            # the first round's: no growth (a 32 MiB chunk of slack).
-            self.assertLessEqual(got["built%d_mapped" % r], got["built0_mapped"] + 32)
+            # the first round's: no growth. The slack: a 32 MiB chunk, and
+            # what the recycle cache keeps mapped up to 1 s after a free (the
+            # last round's 31 MiB list array: CI run 86 saw 558 MiB against
+            # 508 + 32 once the drop got faster). Chunks not reused would
+            # add some 220 MiB a round.
+            self.assertLessEqual(got["built%d_mapped" % r], got["built0_mapped"] + 96)
         self.assertEqual(got["again"], 1)
 
     def test_auto_moves_them_only_under_a_memory_limit(self):

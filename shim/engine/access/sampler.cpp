@@ -144,7 +144,7 @@ struct Track {
     // is a new forward stream, never fed).
     uint64_t back_from = 0;     // the last look's longest new run began here (0: none long enough)
     bool backward = false;      // two looks in a row saw it move down
-    uint64_t back_front = 0;    // its lowest new page
+    uint64_t back_front = 0;    // its lowest new page; above pages: the reader is still in a region above (pass_backward_on)
     uint64_t back_read_to = 0;  // read ahead down to this page
     uint64_t back_rate = 0;     // pages per second
     uint64_t back_last_run = 0; // pages its last news mapped (stream_stopped)
@@ -679,21 +679,44 @@ void feed_backward(Track &t) {
 // a third of a chunk read page by page) before it was read ahead. That
 // region is read ahead from its end as the reader's own; if the reader
 // never comes, its stream stops as any other (stream_stopped).
+//
+// Its front is where the reader is, counted from its own start (above its
+// pages while the reader is above it), and moves with the reader's: the
+// lead below the reader is one lead over every region it spans. Why: with
+// the front put at the region's top, each region below was read whole at
+// once and passed on in turn, so one re-detected reader read every chunk
+// of a list to the bottom within a few looks. In the epochs job at 1 GiB
+// (736 MiB of chunks) the sampler read 13.9 GB that way, evicted before
+// the reader came (docs/benchmarks.md).
 constexpr uint64_t kBackwardEdgePages = 16; // fault-around: a fault maps its aligned 64 KiB
 void pass_backward_on(uint64_t now) {
-    for (size_t i = 1; i < g_track_count; i++) {
+    // Highest first: a region's front is up to date before the one below
+    // it takes its own from it.
+    for (size_t i = g_track_count; i-- > 1;) {
         Track &a = g_tracks[i];
-        // Read ahead to its start, or the reader got there first.
-        if (!a.backward || a.back_passed_on || std::min(a.back_read_to, a.back_front) > kBackwardEdgePages) continue;
-        a.back_passed_on = true;
         Track &b = g_tracks[i - 1];
-        // A forward stream there (b.fed) is another reader's.
-        if (b.start + b.pages * kPage != a.start || b.backward || b.fed || b.cache_managed || b.kept_off ||
-            b.filled_to == 0)
+        if (!a.backward) continue;
+        const bool below_a = b.start + b.pages * kPage == a.start;
+        if (a.back_passed_on) {
+            // The reader moved and has not reached b yet: b's lead moves on.
+            if (below_a && a.back_feed_due && b.backward && b.back_front >= b.pages) {
+                b.back_front = b.pages + a.back_front;
+                b.back_rate = a.back_rate;
+                b.back_last_run = a.back_last_run;
+                b.back_news_ns = a.back_news_ns;
+                b.back_feed_due = true;
+            }
             continue;
+        }
+        // Read ahead to its start, or the reader got there first.
+        if (std::min(a.back_read_to, a.back_front) > kBackwardEdgePages) continue;
+        a.back_passed_on = true;
+        // A forward stream there (b.fed) is another reader's.
+        if (!below_a || b.backward || b.fed || b.cache_managed || b.kept_off || b.filled_to == 0) continue;
         b.backward = true;
         b.back_passed_on = false;
-        b.back_from = b.back_front = b.back_read_to = std::min(b.pages, b.filled_to);
+        b.back_from = b.back_read_to = std::min(b.pages, b.filled_to);
+        b.back_front = b.pages + a.back_front;
         b.back_rate = a.back_rate;
         b.back_last_run = a.back_last_run;
         b.back_news_ns = now;

@@ -3,7 +3,7 @@
 // only when every block is taken, an empty chunk freed unless it is the
 // only empty one, foreign pointers and other sizes refused, a freed
 // block's private copies dropped after a fork while the child keeps its
-// view, a double free fatal.
+// view, a freed chunk's table slot reused clean, a double free fatal.
 #include "backing/backing.h"
 #include "fork_safety.h"
 #include "large/block_zone.h"
@@ -231,6 +231,43 @@ TEST_CASE("while a fork's children live, blocks come from a chunk the fork did n
     CHECK(block_zone_give(again, kBlock));
     for (unsigned char *b : taken) CHECK(block_zone_give(b, kBlock));
     CHECK(block_zone_give(old_block, kBlock));
+}
+
+// A chunk's slot in the table is reused once the chunk is freed: a chunk
+// made there later starts with every block free, not with the bits of
+// the chunk that was moved out of it (once it did, and a table slot left
+// by a full chunk made every later block_zone_take fail: the interpreter's
+// arenas then went to anonymous memory).
+TEST_CASE("a chunk made after one was freed starts with every block free") {
+    ZoneScope scope;
+    std::vector<unsigned char *> full[3];
+    for (auto &blocks : full)
+        for (size_t i = 0; i < kPerChunk; i++) {
+            auto *b = (unsigned char *)block_zone_take(kBlock);
+            REQUIRE(b);
+            blocks.push_back(b);
+        }
+    REQUIRE(block_zone_figures().chunks == 3);
+    // The second chunk empties (kept: the only empty one), then the first
+    // (freed: the table's last chunk moves into its slot).
+    for (unsigned char *b : full[1]) CHECK(block_zone_give(b, kBlock));
+    for (unsigned char *b : full[0]) CHECK(block_zone_give(b, kBlock));
+    CHECK(block_zone_figures().chunks == 2);
+    // The empty chunk fills again, then a new one is made.
+    std::vector<unsigned char *> more;
+    for (size_t i = 0; i < 2 * kPerChunk; i++) {
+        auto *b = (unsigned char *)block_zone_take(kBlock);
+        REQUIRE(b);
+        more.push_back(b);
+    }
+    CHECK(block_zone_figures().chunks == 3);
+    CHECK(block_zone_figures().blocks_in_use == 3 * kPerChunk);
+    std::set<unsigned char *> distinct(more.begin(), more.end());
+    distinct.insert(full[2].begin(), full[2].end());
+    CHECK(distinct.size() == 3 * kPerChunk);
+    for (unsigned char *b : more) CHECK(block_zone_give(b, kBlock));
+    for (unsigned char *b : full[2]) CHECK(block_zone_give(b, kBlock));
+    CHECK(block_zone_figures().blocks_in_use == 0);
 }
 
 TEST_CASE("a block freed twice stops the process") {

@@ -129,7 +129,7 @@ void *block_zone_take(size_t block) {
         std::lock_guard<std::mutex> guard(*g_lock);
         kept = g_count < kChunkSlots; // other takers may have filled the table meanwhile
         if (kept) {
-            g_chunks[g_count++].base = (uintptr_t)base;
+            g_chunks[g_count++] = Chunk{(uintptr_t)base, 0}; // whole: a freed chunk's slot keeps its bits
             stats_on_arena_chunk();
         }
         p = take_locked(kept ? (uintptr_t)base : 0); // the new chunk: no snapshot holds it

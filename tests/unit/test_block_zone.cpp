@@ -3,7 +3,8 @@
 // only when every block is taken, an empty chunk freed unless it is the
 // only empty one, foreign pointers and other sizes refused, a freed
 // block's private copies dropped after a fork while the child keeps its
-// view, a freed chunk's table slot reused clean, a double free fatal.
+// view, a fork child's blocks in chunks of its own, a freed chunk's table
+// slot reused clean, a double free fatal.
 #include "backing/backing.h"
 #include "fork_safety.h"
 #include "large/block_zone.h"
@@ -231,6 +232,53 @@ TEST_CASE("while a fork's children live, blocks come from a chunk the fork did n
     CHECK(block_zone_give(again, kBlock));
     for (unsigned char *b : taken) CHECK(block_zone_give(b, kBlock));
     CHECK(block_zone_give(old_block, kBlock));
+}
+
+// A fork child's view of its parent's chunks is private: a block taken
+// there would be written as copies (anonymous memory), each page read
+// from the file first. The child takes its blocks in chunks of its own,
+// gives the parent's back, and an inherited chunk left empty goes when
+// the child next makes a chunk.
+TEST_CASE("a fork child takes blocks in a chunk of its own, never in one it inherited") {
+    ZoneScope scope;
+    auto *parents = (unsigned char *)block_zone_take(kBlock);
+    auto *spare = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(parents);
+    REQUIRE(spare);
+    memset(parents, 'p', kBlock);
+    CHECK(block_zone_give(spare, kBlock)); // the inherited chunk has room at the fork
+    const uintptr_t inherited = chunk_of(parents)->start;
+    CheckingChild child([&] {
+        size_t wrong = 0;
+        auto *mine = (unsigned char *)block_zone_take(kBlock);
+        if (!mine) return size_t(1);
+        memset(mine, 'c', kBlock);
+        wrong += chunk_of(mine)->start == inherited;
+        wrong += private_pages(mine, kBlock) != 0; // page cache, not copies
+        wrong += block_zone_figures().chunks != 2;
+        for (size_t i = 0; i < kBlock; i++) wrong += parents[i] != 'p';
+        wrong += !block_zone_give(parents, kBlock);
+        // Its own chunk fills; the next block is in a new chunk, and the
+        // inherited one, empty, goes then.
+        std::vector<unsigned char *> more;
+        for (size_t i = 0; i < kPerChunk; i++) {
+            auto *b = (unsigned char *)block_zone_take(kBlock);
+            if (!b) return wrong + 1;
+            wrong += chunk_of(b)->start == inherited;
+            more.push_back(b);
+        }
+        wrong += chunk_of(more.back()) == chunk_of(mine);
+        wrong += block_zone_figures().chunks != 2;
+        wrong += !block_zone_give(mine, kBlock);
+        for (unsigned char *b : more) wrong += !block_zone_give(b, kBlock);
+        return wrong;
+    });
+    child.finish();
+    CHECK(parents[0] == 'p');
+    CHECK(parents[kBlock - 1] == 'p');
+    CHECK(block_zone_figures().chunks == 1);
+    CHECK(block_zone_give(parents, kBlock));
+    for (int i = 0; i < 500 && snapshot_settle(); i++) usleep(10 * 1000);
 }
 
 // A chunk's slot in the table is reused once the chunk is freed: a chunk

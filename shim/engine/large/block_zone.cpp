@@ -22,7 +22,8 @@ constexpr size_t kChunkSlots = 8192;     // 256 GiB of 32 MiB chunks: more than 
 
 struct Chunk {
     uintptr_t base = 0;
-    uint64_t used = 0; // bit i: block i is handed out
+    uint64_t used = 0;      // bit i: block i is handed out
+    bool inherited = false; // a fork child's view of its parent's chunk: no block is taken there
 };
 
 // The table: chunks in the order they were made (a new block goes in the
@@ -42,12 +43,12 @@ uint64_t full_map() {
 }
 
 // A free block in a chunk with room (only in the chunk at `only` when not
-// 0), marked used; 0 if none.
+// 0), marked used; 0 if none. Never in an inherited chunk (block_zone.h).
 uintptr_t take_locked(uintptr_t only = 0) {
     uint64_t full = full_map();
     for (size_t i = 0; i < g_count; i++) {
         Chunk &c = g_chunks[i];
-        if (c.used == full || (only && c.base != only)) continue;
+        if (c.used == full || c.inherited || (only && c.base != only)) continue;
         unsigned bit = (unsigned)__builtin_ctzll(~c.used);
         c.used |= uint64_t(1) << bit;
         if (++g_in_use > g_peak) g_peak = g_in_use;
@@ -89,7 +90,7 @@ uintptr_t take_unfrozen() {
         // ones, so one or two questions find a block.
         uint64_t full = full_map();
         for (size_t i = g_count; i > 0 && n < kScan; i--)
-            if (g_chunks[i - 1].used != full) bases[n++] = g_chunks[i - 1].base;
+            if (g_chunks[i - 1].used != full && !g_chunks[i - 1].inherited) bases[n++] = g_chunks[i - 1].base;
     }
     // Asked outside the zone's lock: no large-path call is made under it.
     for (size_t i = 0; i < n; i++) {
@@ -98,6 +99,24 @@ uintptr_t take_unfrozen() {
         if (uintptr_t p = take_locked(bases[i])) return p;
     }
     return 0;
+}
+
+// A fork child's inherited chunks left empty (no block is taken there):
+// they go when the child needs a new chunk.
+void free_inherited_empty() {
+    for (;;) {
+        uintptr_t empty = 0;
+        {
+            std::lock_guard<std::mutex> guard(*g_lock);
+            for (size_t i = 0; i < g_count && !empty; i++)
+                if (g_chunks[i].inherited && g_chunks[i].used == 0) {
+                    empty = g_chunks[i].base;
+                    g_chunks[i] = g_chunks[--g_count];
+                }
+        }
+        if (!empty) return;
+        large_free((void *)empty);
+    }
 }
 
 } // namespace
@@ -114,6 +133,7 @@ void *block_zone_take(size_t block) {
         std::lock_guard<std::mutex> guard(*g_lock);
         if (g_count == kChunkSlots) return nullptr;
     }
+    free_inherited_empty();
     // No room: a new chunk, made outside the lock (the large path takes its
     // own locks, maps and reserves disk blocks). Never mimalloc's block in
     // its stead (large_allocate's fallback): a chunk must be a region.
@@ -129,7 +149,7 @@ void *block_zone_take(size_t block) {
         std::lock_guard<std::mutex> guard(*g_lock);
         kept = g_count < kChunkSlots; // other takers may have filled the table meanwhile
         if (kept) {
-            g_chunks[g_count++] = Chunk{(uintptr_t)base, 0}; // whole: a freed chunk's slot keeps its bits
+            g_chunks[g_count++] = Chunk{(uintptr_t)base, 0, false}; // whole: a freed chunk's slot keeps its bits
             stats_on_arena_chunk();
         }
         p = take_locked(kept ? (uintptr_t)base : 0); // the new chunk: no snapshot holds it
@@ -160,14 +180,18 @@ bool block_zone_give(void *p, size_t block) {
         c.used &= ~bit;
         g_in_use--;
         stats_on_arena(false);
-        if (c.used == 0) {
-            // Keep one empty chunk; free this one if another is empty already.
-            for (size_t j = 0; j < g_count; j++)
-                if (j != i && g_chunks[j].used == 0) {
-                    to_free = c.base;
-                    g_chunks[i] = g_chunks[--g_count];
-                    break;
-                }
+        if (c.used == 0 && !c.inherited) {
+            // Keep one empty chunk blocks can be taken in; free this one if
+            // another is empty already. (An inherited one waits for
+            // free_inherited_empty: freed here, a second free of its last
+            // block would go unnoticed.)
+            bool free_it = false;
+            for (size_t j = 0; j < g_count && !free_it; j++)
+                free_it = j != i && g_chunks[j].used == 0 && !g_chunks[j].inherited;
+            if (free_it) {
+                to_free = c.base;
+                g_chunks[i] = g_chunks[--g_count];
+            }
         }
     }
     if (to_free) {
@@ -214,6 +238,16 @@ void block_zone_reset_for_tests() {
     }
 }
 
-void block_zone_after_fork_child() { new (g_lock_bytes) std::mutex; }
+// A fork child's view of every chunk is a private mapping of its parent's
+// file (large_privatise_inherited): a block taken there would be written as
+// copies, anonymous memory (and each page read from the file first). So the
+// child takes its blocks in chunks of its own, page cache it can give back,
+// as the parent does beside its snapshots (take_unfrozen); the inherited
+// chunks' blocks are only given back, and an empty inherited chunk goes
+// when the child next needs a new chunk (free_inherited_empty).
+void block_zone_after_fork_child() {
+    new (g_lock_bytes) std::mutex;
+    for (size_t i = 0; i < g_count; i++) g_chunks[i].inherited = true;
+}
 
 } // namespace spillway

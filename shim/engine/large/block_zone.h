@@ -22,10 +22,13 @@
 //    cannot raise SIGBUS on a full disk.
 //  * While a fork's children live, a block is taken only in a chunk no
 //    fork snapshot holds (large/fork_snapshot.h), or a new one: in a frozen
-//    chunk the parent's writes would be copies, anonymous memory.
+//    chunk the parent's writes would be copies, anonymous memory. For the
+//    same reason a fork child never takes a block in a chunk it inherited
+//    (mapped private in it); it only gives those blocks back.
 //  * A chunk whose every block is free is freed, unless it is the only
-//    empty one (kept so that an interpreter freeing and taking one arena at
-//    a boundary does not make and free a region each time).
+//    empty one blocks can be taken in (kept so that an interpreter freeing
+//    and taking one arena at a boundary does not make and free a region
+//    each time).
 //  * One mutex guards the table; no large-path call is made while it is held.
 #pragma once
 

@@ -1,16 +1,22 @@
 // block_zone.cpp — see block_zone.h.
 #include "large/block_zone.h"
 
+#include "fd_policy.h"
 #include "large/fork_snapshot.h"
 #include "large/large.h"
 #include "large/policy.h"
 #include "log.h"
+#include "os/zero_range.h"
+#include "registry/arena.h"
+#include "registry/region.h"
 #include "stats/stats.h"
 
 #include <cerrno>
+#include <fcntl.h>
 #include <mutex>
 #include <new>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace spillway {
 
@@ -158,25 +164,79 @@ void *block_zone_take(size_t block) {
     return (void *)p;
 }
 
+namespace {
+
+// The chunk holding a, or g_count. Zone lock held.
+size_t chunk_index(uintptr_t a) {
+    size_t chunk = block_zone_chunk_bytes(g_block);
+    size_t i = 0;
+    while (i < g_count && !(a >= g_chunks[i].base && a < g_chunks[i].base + chunk)) i++;
+    return i;
+}
+
+[[noreturn]] void not_a_block(uintptr_t a) {
+    SPW_LOG(error, "a Python object arena at %p was freed twice or is not one the shim handed "
+                   "out; aborting: run the program without spillway under AddressSanitizer "
+                   "or valgrind to find the bug", (void *)a);
+    abort();
+}
+
+// The bit of the block at a in chunk c; aborts when a is no block handed out.
+uint64_t used_bit(const Chunk &c, uintptr_t a) {
+    size_t off = a - c.base;
+    uint64_t bit = uint64_t(1) << (off / g_block);
+    if (off % g_block || !(c.used & bit)) not_a_block(a);
+    return bit;
+}
+
+// A freed block's bytes are garbage, but its dirty pages (CPython writes
+// every object it frees: the pool's free list) would be written back all
+// the same, and a store into the block once reused would read each evicted
+// page back from disk first. FALLOC_FL_ZERO_RANGE (os/zero_range.h) drops
+// them unwritten and makes the range unwritten extents, still reserved, so
+// the next store maps a zero page without a read. Only in a chunk of this
+// process's own, mapped shared, that no fork snapshot holds: a child may
+// still read the file's bytes of a block it had in use at its fork. Only
+// where the filesystem keeps the blocks (ext4): elsewhere the range could
+// become a hole, and a store into a hole on a full disk raises SIGBUS.
+// Called while the block is still marked in use, so its chunk cannot be
+// freed, nor its file range reused, meanwhile.
+void forget_bytes(void *p, size_t len) {
+    int fd = -1;
+    uint64_t off = 0;
+    {
+        std::lock_guard<std::mutex> guard(large_lock());
+        const Region *r = arena::region_at(p);
+        if (r && r->backing == Backing::disk && r->file && !r->file->foreign && !r->file->exported[0] &&
+            !r->is_private && !r->freed.load() && r->snapshot_gen == 0) {
+            fd = move_high(fcntl(r->file->fd, F_DUPFD_CLOEXEC, 0));
+            off = r->file_off + ((uintptr_t)p - r->start);
+        }
+    }
+    if (fd < 0) return; // a filesystem call under the large lock: never (large.h)
+    if (zero_range_keeps_reservation(fd)) zero_range(fd, off, len);
+    close(fd);
+}
+
+} // namespace
+
 bool block_zone_give(void *p, size_t block) {
     uintptr_t a = (uintptr_t)p;
     uintptr_t to_free = 0;
     {
         std::lock_guard<std::mutex> guard(*g_lock);
         if (g_block == 0 || block != g_block) return false;
-        size_t chunk = block_zone_chunk_bytes(g_block);
-        size_t i = 0;
-        while (i < g_count && !(a >= g_chunks[i].base && a < g_chunks[i].base + chunk)) i++;
+        size_t i = chunk_index(a);
         if (i == g_count) return false;
+        used_bit(g_chunks[i], a);
+    }
+    forget_bytes(p, block);
+    {
+        std::lock_guard<std::mutex> guard(*g_lock);
+        size_t i = chunk_index(a); // the table may have moved meanwhile
+        if (i == g_count) not_a_block(a); // its chunk went meanwhile: freed twice, concurrently
         Chunk &c = g_chunks[i];
-        size_t off = a - c.base;
-        uint64_t bit = uint64_t(1) << (off / g_block);
-        if (off % g_block || !(c.used & bit)) {
-            SPW_LOG(error, "a Python object arena at %p was freed twice or is not one the shim handed "
-                           "out; aborting: run the program without spillway under AddressSanitizer "
-                           "or valgrind to find the bug", p);
-            abort();
-        }
+        uint64_t bit = used_bit(c, a);
         c.used &= ~bit;
         g_in_use--;
         stats_on_arena(false);
@@ -199,8 +259,8 @@ bool block_zone_give(void *p, size_t block) {
         return true;
     }
     // The block's pages leave the process's view: a disk chunk's dirty
-    // pages are then cache the kernel may write back and evict (the
-    // reservation stays, block_zone.h), an anonymous chunk's are freed, and
+    // pages forget_bytes could not drop are then cache the kernel may write
+    // back and evict (the reservation stays), an anonymous chunk's are freed, and
     // a fork snapshot's private copies go (the file's bytes show through:
     // the block is free, what it reads as does not matter).
     madvise(p, block, MADV_DONTNEED);

@@ -19,7 +19,10 @@
 //    arenas came from malloc once); a freed block's pages are dropped from
 //    the process's view (MADV_DONTNEED) and never punched out of the file:
 //    the chunk's disk blocks stay reserved, so a store into a reused block
-//    cannot raise SIGBUS on a full disk.
+//    cannot raise SIGBUS on a full disk. Where the filesystem keeps them
+//    through FALLOC_FL_ZERO_RANGE (ext4) and no fork snapshot holds the
+//    chunk, the freed block's range becomes unwritten extents: its dirty
+//    pages leave the page cache unwritten.
 //  * While a fork's children live, a block is taken only in a chunk no
 //    fork snapshot holds (large/fork_snapshot.h), or a new one: in a frozen
 //    chunk the parent's writes would be copies, anonymous memory. For the

@@ -69,6 +69,16 @@ size_t cached_pages(void *p, size_t len) {
     return n;
 }
 
+// Two blocks taken and filled, with the bytes first_byte and second_byte.
+void take_two_filled(unsigned char *&first, unsigned char *&second, char first_byte = 'k', char second_byte = 'g') {
+    first = (unsigned char *)block_zone_take(kBlock);
+    second = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(first);
+    REQUIRE(second);
+    memset(first, first_byte, kBlock);
+    memset(second, second_byte, kBlock);
+}
+
 // Forks (playing fork's handlers) a child that waits for the parent's go,
 // then exits 0 when `wrong` counts no byte out of place in its view.
 struct CheckingChild {
@@ -169,12 +179,8 @@ TEST_CASE("a freed block is taken again before a new chunk is made") {
 // disk read. Elsewhere they stay (the reservation matters more).
 TEST_CASE("a freed block's dirty pages are dropped unwritten where the filesystem keeps its blocks") {
     ZoneScope scope;
-    auto *keep = (unsigned char *)block_zone_take(kBlock);
-    auto *gone = (unsigned char *)block_zone_take(kBlock);
-    REQUIRE(keep);
-    REQUIRE(gone);
-    memset(keep, 'k', kBlock);
-    memset(gone, 'g', kBlock);
+    unsigned char *keep, *gone;
+    take_two_filled(keep, gone); // 'k', 'g'
     const Region *r = chunk_of(gone);
     REQUIRE(r);
     REQUIRE(r->file);
@@ -214,12 +220,8 @@ TEST_CASE("another size and foreign pointers are refused") {
 
 TEST_CASE("after a fork a freed block's copies go, and the child keeps its view") {
     ZoneScope scope;
-    auto *keep = (unsigned char *)block_zone_take(kBlock);
-    auto *gone = (unsigned char *)block_zone_take(kBlock);
-    REQUIRE(keep);
-    REQUIRE(gone);
-    memset(keep, 'k', kBlock);
-    memset(gone, 'g', kBlock);
+    unsigned char *keep, *gone;
+    take_two_filled(keep, gone); // 'k', 'g'
     CheckingChild child([&] {
         size_t wrong = 0;
         for (size_t i = 0; i < kBlock; i++) wrong += (keep[i] != 'k') + (gone[i] != 'g');
@@ -245,12 +247,8 @@ TEST_CASE("after a fork a freed block's copies go, and the child keeps its view"
 // taken again first.
 TEST_CASE("while a fork's children live, blocks come from a chunk the fork did not freeze") {
     ZoneScope scope;
-    auto *old_block = (unsigned char *)block_zone_take(kBlock);
-    auto *freed = (unsigned char *)block_zone_take(kBlock);
-    REQUIRE(old_block);
-    REQUIRE(freed);
-    memset(old_block, 'o', kBlock);
-    memset(freed, 'f', kBlock);
+    unsigned char *old_block, *freed;
+    take_two_filled(old_block, freed, 'o', 'f');
     CHECK(block_zone_give(freed, kBlock)); // free at the fork: the frozen chunk has room
     const uintptr_t frozen = arena::region_at(old_block)->start;
     CheckingChild child([&] {
@@ -288,11 +286,8 @@ TEST_CASE("while a fork's children live, blocks come from a chunk the fork did n
 // the child next makes a chunk.
 TEST_CASE("a fork child takes blocks in a chunk of its own, never in one it inherited") {
     ZoneScope scope;
-    auto *parents = (unsigned char *)block_zone_take(kBlock);
-    auto *spare = (unsigned char *)block_zone_take(kBlock);
-    REQUIRE(parents);
-    REQUIRE(spare);
-    memset(parents, 'p', kBlock);
+    unsigned char *parents, *spare;
+    take_two_filled(parents, spare, 'p', 's');
     CHECK(block_zone_give(spare, kBlock)); // the inherited chunk has room at the fork
     const uintptr_t inherited = chunk_of(parents)->start;
     CheckingChild child([&] {

@@ -325,9 +325,9 @@ TEST_CASE("a fork child takes blocks in a chunk of its own, never in one it inhe
 
 // A chunk's slot in the table is reused once the chunk is freed: a chunk
 // made there later starts with every block free, not with the bits of
-// the chunk that was moved out of it (once it did, and a table slot left
-// by a full chunk made every later block_zone_take fail: the interpreter's
-// arenas then went to anonymous memory).
+// the chunk that was moved out of it (once it did: in a slot a full chunk
+// had left, block_zone_take failed, the interpreter put that arena in
+// anonymous memory, and the new chunk was never used or freed).
 TEST_CASE("a chunk made after one was freed starts with every block free") {
     ZoneScope scope;
     std::vector<unsigned char *> full[3];

@@ -5,7 +5,8 @@
 // block's private copies dropped after a fork while the child keeps its
 // view, a freed block's dirty pages dropped unwritten (ext4), a fork
 // child's blocks in chunks of its own, a freed chunk's table slot reused
-// clean, a double free fatal.
+// clean, a taken block's pages cached before its first store, a double
+// free fatal.
 #include "backing/backing.h"
 #include "fork_safety.h"
 #include "large/block_zone.h"
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <set>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -201,6 +203,34 @@ TEST_CASE("a freed block's dirty pages are dropped unwritten where the filesyste
     CHECK(keep[kBlock - 1] == 'k');
     CHECK(block_zone_give(again, kBlock));
     CHECK(block_zone_give(keep, kBlock));
+}
+
+TEST_CASE("a block is in the page cache when taken, so its first stores read nothing") {
+    ZoneScope scope;
+    // Major faults of this thread while every page of [p, p+len) is stored into.
+    auto store_faults = [](unsigned char *p, size_t len, unsigned char byte) {
+        rusage before{}, after{};
+        getrusage(RUSAGE_THREAD, &before);
+        for (size_t i = 0; i < len; i += 4096) p[i] = byte;
+        getrusage(RUSAGE_THREAD, &after);
+        return after.ru_majflt - before.ru_majflt;
+    };
+    auto *fresh = (unsigned char *)block_zone_take(kBlock); // a new chunk's first block
+    REQUIRE(fresh);
+    REQUIRE(chunk_of(fresh));
+    REQUIRE(chunk_of(fresh)->backing == Backing::disk);
+    CHECK(cached_pages(fresh, kBlock) == kBlock / 4096);
+    CHECK(store_faults(fresh, kBlock, 'f') == 0);
+    // Taken again after a free: cached again, and its old bytes gone.
+    CHECK(block_zone_give(fresh, kBlock));
+    auto *again = (unsigned char *)block_zone_take(kBlock);
+    REQUIRE(again == fresh);
+    CHECK(cached_pages(again, kBlock) == kBlock / 4096);
+    size_t old_bytes = 0;
+    for (size_t i = 0; i < kBlock; i += 4096) old_bytes += again[i] == 'f';
+    CHECK(old_bytes == 0);
+    CHECK(store_faults(again, kBlock, 'a') == 0);
+    CHECK(block_zone_give(again, kBlock));
 }
 
 TEST_CASE("another size and foreign pointers are refused") {

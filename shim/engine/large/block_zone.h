@@ -16,7 +16,11 @@
 //    under "auto" or "disk", anonymous memory without a spill directory),
 //    and every block handed out lies wholly inside one chunk.
 //  * A block's bytes are undefined when taken (CPython needs no zeros: its
-//    arenas came from malloc once); a freed block's pages are dropped from
+//    arenas came from malloc once). Where this process may write its
+//    chunk's file (its own, shared, no fork snapshot holding it), a block
+//    is written with zeros before it is handed out, so its pages are cached
+//    in large folios before the first store instead of faulted in one by
+//    one under the chunk's random advice. A freed block's pages are dropped from
 //    the process's view (MADV_DONTNEED) and never punched out of the file:
 //    the chunk's disk blocks stay reserved, so a store into a reused block
 //    cannot raise SIGBUS on a full disk. Where the filesystem keeps them

@@ -5,8 +5,10 @@
 // an anonymous or memory region; each pass is counted in the exit stats
 // with the dirty bytes it wrote, the bytes it unmapped and its time; the
 // pacer's own passes leave out a region nothing touched since one of them
-// wrote it, and take it back at its next store (and every 20th pass).
+// wrote it, and take it back at its next store (and every 20th pass); a
+// pass's debug line names the regions it found dirtiest.
 #include "shim_fixture.h"
+#include "log.h"
 
 #include "registry/arena.h"
 #include "large/policy.h"
@@ -390,5 +392,51 @@ TEST_CASE("the pacer's passes leave out a region nothing touched since one of th
     CHECK(disk[len / 2] == 9);
     CHECK(disk[len / 2 + 1] == 7);
     large_free(disk);
+    reaper_drain();
+}
+
+TEST_CASE("a pass's debug line names the regions it found dirtiest, the dirtiest first") {
+    test::bring_up();
+    bool use_small = false;
+    const size_t len = 16 << 20;
+    auto *most = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    auto *less = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(most);
+    REQUIRE(less);
+    REQUIRE(arena::region_at(most)->backing == Backing::disk);
+    REQUIRE(arena::region_at(less)->backing == Backing::disk);
+    not_at_random(most);
+    not_at_random(less);
+    REQUIRE(writeback_pass(true) >= 1); // every disk region clean: these two are the dirty ones
+    int fds[2];
+    REQUIRE(pipe2(fds, O_NONBLOCK) == 0);
+    char most_named[64], less_named[64];
+    snprintf(most_named, sizeof most_named, "dirtiest: %p ", (void *)most);
+    snprintf(less_named, sizeof less_named, ", %p ", (void *)less);
+    // The kernel's flushers may clean pages before the pass on a busy
+    // machine: dirty them again until a pass's line names both in order.
+    std::string line;
+    for (int tries = 0; tries < 20; tries++) {
+        memset(most, 1 + tries, 12 << 20);
+        memset(less, 1 + tries, 4 << 20);
+        log_configure(LogLevel::debug, fds[1]);
+        REQUIRE(writeback_pass(true) >= 1);
+        log_configure(LogLevel::error, 2);
+        char buf[16384];
+        std::string all;
+        for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) all.append(buf, (size_t)n);
+        size_t at = all.find("writeback: pass over ");
+        line = at == std::string::npos ? "" : all.substr(at, all.find('\n', at) - at);
+        size_t first = line.find(most_named), second = line.find(less_named);
+        if (first != std::string::npos && second != std::string::npos && first < second) break;
+    }
+    INFO("the pass's line: " << line);
+    CHECK(line.find(most_named) != std::string::npos);
+    CHECK(line.find(most_named) < line.find(less_named));
+    CHECK(line.find(" MiB of regions written at random") != std::string::npos);
+    close(fds[0]);
+    close(fds[1]);
+    large_free(most);
+    large_free(less);
     reaper_drain();
 }

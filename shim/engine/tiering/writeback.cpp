@@ -87,6 +87,7 @@ struct FileRange {
     bool closes; // the file's first range: closes fd after the pass
     uint64_t lo, hi;
     bool random; // its region is in a random phase
+    uintptr_t start; // its region's address (the pass's debug line names it)
 };
 
 // A region by identity: an address range is reused (born tells them apart),
@@ -205,7 +206,7 @@ unsigned snapshot(FileRange *out, unsigned cap, MappedRange *mapped, unsigned *n
         }
         if (*n_mapped < kMaxUnmapped) mapped[(*n_mapped)++] = {r, r->start, r->map_len, key_of(r), fds[i]};
         *took_random |= random;
-        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random};
+        out[n++] = {fds[i], first, r->file_off, r->file_off + r->map_len, random, r->start};
     }
     return n;
 }
@@ -252,11 +253,31 @@ bool dirty_bytes(int fd, uint64_t lo, uint64_t hi, uint64_t *out) {
 // cgroup dirty when the fill ended, written under the next phase's reads
 // (tests/bench/phases.sh). A step is written right after its unmap, and no
 // further than its end.
+// The regions whose ranges a pass found dirtiest, for its debug line: which
+// regions the pacer keeps cleaning (a page cleaned and dirtied again before
+// reclaim takes it was written for nothing) is not in the exit stats.
+constexpr int kDirtiestNamed = 3;
+struct DirtyRegion {
+    uintptr_t start = 0;
+    uint64_t dirty = 0;
+    bool random = false;
+};
+
 struct PassTotals {
     uint64_t unmapped = 0;     // bytes of address range whose page-table entries it dropped
     uint64_t dirty = 0;        // dirty bytes of the ranges as asked (cachestat)
     uint64_t random_dirty = 0; // of those, in ranges of regions written at random
     bool dirty_unknown = false; // cachestat missing: measured by the cgroup instead
+    DirtyRegion dirtiest[kDirtiestNamed]; // largest first
+
+    void note_region(const FileRange &range, uint64_t region_dirty) {
+        if (region_dirty == 0) return;
+        int at = kDirtiestNamed;
+        while (at > 0 && dirtiest[at - 1].dirty < region_dirty) at--;
+        if (at == kDirtiestNamed) return;
+        for (int i = kDirtiestNamed - 1; i > at; i--) dirtiest[i] = dirtiest[i - 1];
+        dirtiest[at] = {range.start, region_dirty, range.random};
+    }
 };
 
 // Asks the kernel to write [lo, hi) of fd, adding its dirty bytes to t.
@@ -305,6 +326,27 @@ uint64_t zero_dirty_zeros(const MappedRange *mapped, unsigned n) {
     for (unsigned i = 0; i < n; i++)
         c[i] = {const_cast<Region *>(mapped[i].r), mapped[i].start, mapped[i].len, mapped[i].fd, mapped[i].key.file_off};
     return zero_dirty_units(c, n);
+}
+
+// One debug line per pass that asked the kernel to write: what it wrote,
+// and the regions it found dirtiest (a region written at random that
+// heads pass after pass is being cleaned only to be dirtied again).
+void log_pass(unsigned ranges, uint64_t written, const PassTotals &t, bool took_random, bool by_cgroup,
+              uint64_t ns) {
+    if (!log_enabled(LogLevel::debug)) return;
+    char named[3 * kDirtiestNamed * 48] = "";
+    size_t used = 0;
+    for (const DirtyRegion &d : t.dirtiest) {
+        if (!d.dirty || used >= sizeof named) break;
+        int w = snprintf(named + used, sizeof named - used, "%s%p %llu MiB%s", used ? ", " : "", (void *)d.start,
+                         (unsigned long long)(d.dirty >> 20), d.random ? " (random)" : "");
+        if (w > 0) used += (size_t)w;
+    }
+    SPW_LOG(debug, "writeback: pass over %u ranges wrote %llu MiB%s (%llu MiB of regions written at random%s), "
+                   "unmapped %llu MiB, in %.1f ms; dirtiest: %s",
+            ranges, (unsigned long long)(written >> 20), by_cgroup ? " by the cgroup's count" : "",
+            (unsigned long long)(t.random_dirty >> 20), took_random ? "" : ", none in this pass",
+            (unsigned long long)(t.unmapped >> 20), ns / 1e6, used ? named : "none");
 }
 
 long period_ms(const DirtyFigures &f) { return f.limited ? kPeriodMs : kIdlePeriodMs; }
@@ -401,11 +443,13 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
     bool have_cachestat = n && dirty_bytes(ranges[0].fd, ranges[0].lo, ranges[0].lo + 4096, &probe);
     uint64_t cgroup_dirty = n && !have_cachestat ? read_dirty_figures().dirty : 0;
     for (unsigned i = 0; i < n; i++) {
+        uint64_t dirty_before = t.dirty;
         if (i < n_mapped) { // mapped[i] is ranges[i]'s region (snapshot)
             if (unmap_and_write(mapped[i], ranges[i], flags, &t)) whole[n_whole++] = mapped[i].key;
         } else {
             write_range(ranges[i].fd, ranges[i].lo, ranges[i].hi, ranges[i].random, flags, &t);
         }
+        t.note_region(ranges[i], t.dirty - dirty_before);
     }
     uint64_t unmapped = t.unmapped, written = t.dirty;
     bool by_cgroup = t.dirty_unknown;
@@ -426,6 +470,7 @@ unsigned writeback_pass(bool wait, bool leave_quiet) {
     if (n) {
         g_passes.fetch_add(1, std::memory_order_relaxed);
         stats_on_writeback_pass(written, unmapped, monotonic_ns() - t0);
+        log_pass(n, written, t, took_random, by_cgroup, monotonic_ns() - t0);
     }
     if (leave_quiet) { // what the next pass may leave out: unmapped and written now, or left out now
         g_n_written = 0;

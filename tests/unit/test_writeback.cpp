@@ -99,6 +99,16 @@ void not_at_random(const void *p) {
     REQUIRE(r);
     r->site = nullptr;
 }
+
+// A disk region of len bytes, not written at random (not_at_random).
+unsigned char *disk_region(size_t len) {
+    bool use_small = false;
+    auto *p = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
+    REQUIRE(p);
+    REQUIRE(arena::region_at(p)->backing == Backing::disk);
+    not_at_random(p);
+    return p;
+}
 } // namespace
 
 TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 MiB), with reclaim near") {
@@ -129,16 +139,8 @@ TEST_CASE("writeback is due only under a limit, above 1/16 of it (at least 16 Mi
 
 TEST_CASE("a pass writes back the dirty pages of disk regions, pool and dedicated") {
     test::bring_up();
-    bool use_small = false;
     const size_t small = 8 << 20, big = 256 << 20; // a pool region, and a dedicated file
-    unsigned char *a = (unsigned char *)large_alloc(small, 0, SPILLWAY_PREFER_DISK, &use_small);
-    unsigned char *b = (unsigned char *)large_alloc(big, 0, SPILLWAY_PREFER_DISK, &use_small);
-    REQUIRE(a);
-    REQUIRE(b);
-    REQUIRE(arena::region_at(a)->backing == Backing::disk);
-    REQUIRE(arena::region_at(b)->backing == Backing::disk);
-    not_at_random(a);
-    not_at_random(b);
+    unsigned char *a = disk_region(small), *b = disk_region(big);
     // The kernel's flushers may clean the pages first when the machine is
     // busy writing: dirty them again until they are seen dirty, then pass.
     int tries = 0;
@@ -397,16 +399,8 @@ TEST_CASE("the pacer's passes leave out a region nothing touched since one of th
 
 TEST_CASE("a pass's debug line names the regions it found dirtiest, the dirtiest first") {
     test::bring_up();
-    bool use_small = false;
     const size_t len = 16 << 20;
-    auto *most = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
-    auto *less = (unsigned char *)large_alloc(len, 0, SPILLWAY_PREFER_DISK, &use_small);
-    REQUIRE(most);
-    REQUIRE(less);
-    REQUIRE(arena::region_at(most)->backing == Backing::disk);
-    REQUIRE(arena::region_at(less)->backing == Backing::disk);
-    not_at_random(most);
-    not_at_random(less);
+    unsigned char *most = disk_region(len), *less = disk_region(len);
     REQUIRE(writeback_pass(true) >= 1); // every disk region clean: these two are the dirty ones
     int fds[2];
     REQUIRE(pipe2(fds, O_NONBLOCK) == 0);

@@ -226,6 +226,16 @@ bool dirty_bytes(int fd, uint64_t lo, uint64_t hi, uint64_t *out) {
     return true;
 }
 
+// The regions whose ranges a pass found dirtiest, for its debug line: which
+// regions the pacer keeps cleaning (a page cleaned and dirtied again before
+// reclaim takes it was written for nothing) is not in the exit stats.
+constexpr int kDirtiestNamed = 3;
+struct DirtyRegion {
+    uintptr_t start = 0;
+    uint64_t dirty = 0;
+    bool random = false;
+};
+
 // Writeback write-protects every dirty page it cleans that is still mapped
 // (folio_mkclean): one TLB shootdown per folio, to every CPU running the
 // job. At read_ahead_kb 128 a fill's folios are 4 KiB, and a 1 GiB fill in a
@@ -253,16 +263,6 @@ bool dirty_bytes(int fd, uint64_t lo, uint64_t hi, uint64_t *out) {
 // cgroup dirty when the fill ended, written under the next phase's reads
 // (tests/bench/phases.sh). A step is written right after its unmap, and no
 // further than its end.
-// The regions whose ranges a pass found dirtiest, for its debug line: which
-// regions the pacer keeps cleaning (a page cleaned and dirtied again before
-// reclaim takes it was written for nothing) is not in the exit stats.
-constexpr int kDirtiestNamed = 3;
-struct DirtyRegion {
-    uintptr_t start = 0;
-    uint64_t dirty = 0;
-    bool random = false;
-};
-
 struct PassTotals {
     uint64_t unmapped = 0;     // bytes of address range whose page-table entries it dropped
     uint64_t dirty = 0;        // dirty bytes of the ranges as asked (cachestat)
@@ -334,7 +334,7 @@ uint64_t zero_dirty_zeros(const MappedRange *mapped, unsigned n) {
 void log_pass(unsigned ranges, uint64_t written, const PassTotals &t, bool took_random, bool by_cgroup,
               uint64_t ns) {
     if (!log_enabled(LogLevel::debug)) return;
-    char named[3 * kDirtiestNamed * 48] = "";
+    char named[kDirtiestNamed * 48] = ""; // ", 0x7f0123456789 123456 MiB (random)": 36 each
     size_t used = 0;
     for (const DirtyRegion &d : t.dirtiest) {
         if (!d.dirty || used >= sizeof named) break;

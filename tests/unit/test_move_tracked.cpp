@@ -15,6 +15,7 @@
 
 #include "tiering/move_tracked.h"
 #include "os/direct_write.h"
+#include "os/extents.h"
 #include "os/uffd.h"
 #include "os/zero_range.h"
 
@@ -655,6 +656,12 @@ TEST_CASE("zeroing units: a store racing it is never lost, and a pread into the 
     char *p = (char *)mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0);
     REQUIRE((void *)p != MAP_FAILED); // (void *): Catch2 would print a char * as a string
     memset(p, 0, n);
+    // zero_units zeroes only over extents never written. btrfs reports
+    // dirty pages over fallocated ones as delayed allocation, data to come
+    // (test_extents.cpp), so there it zeroes nothing (and the writeback
+    // pass asks it only on ext4: zero_range.h).
+    std::vector<Extent> on_disk;
+    const bool can_zero = written_extents(file, 0, n, on_disk) && on_disk.empty();
     size_t zeroed = 0;
     if (mover.begin() != uffd::Level::full) {
         // Nothing can make an access wait: nothing is zeroed.
@@ -724,7 +731,13 @@ TEST_CASE("zeroing units: a store racing it is never lost, and a pread into the 
                 << " ms; stores " << progress[0].load() + progress[1].load() << ", preads " << progress[2].load());
     CHECK(err == 0);
     CHECK(stuck == 0);
-    CHECK(total > 0);
+    if (can_zero) {
+        CHECK(total > 0);
+    } else {
+        WARN("the spill directory's filesystem reports dirty pages over fallocated extents as data: nothing "
+             "was zeroed, so no store raced a zeroing (run on ext4 or XFS for that)");
+        CHECK(total == 0);
+    }
     CHECK(lost.load() == 0);
     CHECK(efault.load() == 0);
     CHECK(shorts.load() == 0);

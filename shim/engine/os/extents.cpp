@@ -1,10 +1,12 @@
 // extents.cpp — see extents.h.
 #include "os/extents.h"
 
+#include <atomic>
 #include <cstring>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/vfs.h>
 
 namespace spillway {
 
@@ -34,5 +36,18 @@ bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out) {
     }
     return true;
 }
+
+namespace {
+std::atomic<bool> g_assume_costly{false};
+}
+
+bool extents_cheap_to_ask(int fd) {
+    constexpr long kExt4 = 0xEF53, kXfs = 0x58465342; // EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC
+    struct statfs s;
+    if (g_assume_costly.load(std::memory_order_relaxed)) return false;
+    return fstatfs(fd, &s) == 0 && (s.f_type == kExt4 || s.f_type == kXfs);
+}
+
+void extents_assume_costly_for_tests(bool costly) { g_assume_costly.store(costly); }
 
 } // namespace spillway

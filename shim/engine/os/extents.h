@@ -25,4 +25,15 @@ struct Extent {
 // say (no FIEMAP).
 bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out);
 
+// Whether asking fd's filesystem costs about one extent walk: ext4 and XFS.
+// Not btrfs: with the scattered dirty pages of a random writer over its
+// fallocated extents, its FIEMAP walks delayed allocation and the ordered
+// extents range by range (btrfs_count_range_bits, btrfs_find_delalloc_in_range):
+// a promotion of 64 MiB that xz -9 wrote at random spent 30 s of CPU in it,
+// every access to the region waiting (tests/programs/real_programs.sh timed
+// out). Elsewhere a caller plans as if every page held data.
+bool extents_cheap_to_ask(int fd);
+// For tests: answer false everywhere (the plan without extents, on ext4).
+void extents_assume_costly_for_tests(bool costly);
+
 } // namespace spillway

@@ -242,6 +242,7 @@ template <class Each> int for_each_data(const Source &s, size_t off, size_t n, E
 struct DiskReader {
     int direct_fd = -1; // the source reopened O_DIRECT: pages only on disk bypass page cache
     bool usable = true; // false once mincore or FIEMAP failed: SEEK_DATA walk instead
+    int ask_extents = -1; // extents_cheap_to_ask of the source, once known; 0: every page is data
     std::vector<unsigned char> resident;
     std::vector<Extent> written;
     std::vector<CopyRun> runs;
@@ -268,8 +269,14 @@ struct DiskReader {
 int copy_disk_chunk(const Source &s, DiskReader &rd, int dest_fd, size_t off, size_t n) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (n + page - 1) / page;
     rd.resident.resize(pages);
-    if (!rd.usable || mincore((void *)(s.start + off), n, rd.resident.data()) != 0 ||
-        !written_extents(s.fd, s.file_off + off, n, rd.written)) {
+    if (rd.ask_extents < 0) rd.ask_extents = extents_cheap_to_ask(s.fd);
+    if (!rd.usable || mincore((void *)(s.start + off), n, rd.resident.data()) != 0) {
+        rd.usable = false;
+        return -ENOTSUP;
+    }
+    if (!rd.ask_extents) {
+        rd.written.assign(1, Extent{0, n}); // a page not cached is read, zeros or not
+    } else if (!written_extents(s.fd, s.file_off + off, n, rd.written)) {
         rd.usable = false;
         return -ENOTSUP;
     }

@@ -24,15 +24,22 @@ bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out) {
         if (ioctl(fd, FS_IOC_FIEMAP, fm) != 0) return false;
         if (fm->fm_mapped_extents == 0) break;
         bool last = false;
+        uint64_t next = from;
         for (unsigned i = 0; i < fm->fm_mapped_extents; i++) {
             const struct fiemap_extent &e = fm->fm_extents[i];
             uint64_t a = e.fe_logical > at ? e.fe_logical : at;
             uint64_t b = e.fe_logical + e.fe_length < end ? e.fe_logical + e.fe_length : end;
             if (!(e.fe_flags & FIEMAP_EXTENT_UNWRITTEN) && b > a) out.push_back({a - at, b - a});
-            from = e.fe_logical + e.fe_length;
+            if (e.fe_logical + e.fe_length > next) next = e.fe_logical + e.fe_length;
             last = last || (e.fe_flags & FIEMAP_EXTENT_LAST);
         }
         if (last) break;
+        // A batch that ends nowhere past where it was asked from would be
+        // asked again, and again: btrfs, with writeback under way over a
+        // fallocated file dirtied at random, answered a walk in 16 MiB
+        // steps with 36M extents in 281,672 calls over 29 s. Cannot tell.
+        if (next <= from) return false;
+        from = next;
     }
     return true;
 }

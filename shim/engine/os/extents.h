@@ -22,16 +22,19 @@ struct Extent {
 
 // The extents of fd's [at, at+n) that hold data on disk (written, or
 // delayed-allocation), sorted, into out. False when the filesystem cannot
-// say (no FIEMAP).
+// say (no FIEMAP, or an answer that does not move past where it was asked).
 bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out);
 
 // Whether asking fd's filesystem costs about one extent walk: ext4 and XFS.
-// Not btrfs: with the scattered dirty pages of a random writer over its
-// fallocated extents, its FIEMAP walks delayed allocation and the ordered
-// extents range by range (btrfs_count_range_bits, btrfs_find_delalloc_in_range):
-// a promotion of 64 MiB that xz -9 wrote at random spent 30 s of CPU in it,
-// every access to the region waiting (tests/programs/real_programs.sh timed
-// out). Elsewhere a caller plans as if every page held data.
+// Not btrfs: asked from an offset in a fallocated file dirtied at random
+// while its writeback runs, its FIEMAP answered with 128 extents that all
+// ended at that offset (asked from page 16256: pages 15992 to 16256), so a
+// walk asked the same again until the writeback moved on: a promotion of
+// the 64 MiB table xz -9 wrote at random spent 30.2 s of CPU there, every
+// access to the table waiting (tests/programs/real_programs.sh timed out).
+// written_extents now stops such a walk (false: cannot tell), and btrfs
+// answers dirty pages over fallocated extents as data anyway. Elsewhere a
+// caller plans as if every page held data.
 bool extents_cheap_to_ask(int fd);
 // For tests: answer false everywhere (the plan without extents, on ext4).
 void extents_assume_costly_for_tests(bool costly);

@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+struct fiemap; // <linux/fiemap.h>
+
 namespace spillway {
 
 struct Extent {
@@ -38,5 +40,10 @@ bool written_extents(int fd, uint64_t at, size_t n, std::vector<Extent> &out);
 bool extents_cheap_to_ask(int fd);
 // For tests: answer false everywhere (the plan without extents, on ext4).
 void extents_assume_costly_for_tests(bool costly);
+// For tests: written_extents asks answer instead of the FS_IOC_FIEMAP ioctl
+// (an answer no filesystem here gives on demand, as btrfs's that does not
+// move forward); nullptr asks the filesystem again.
+using FiemapAnswer = int (*)(int fd, struct fiemap *request);
+void extents_answer_with_for_tests(FiemapAnswer answer);
 
 } // namespace spillway

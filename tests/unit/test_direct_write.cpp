@@ -3,6 +3,7 @@
 // queued writes have landed when their batch's finish returns, and none is
 // in flight after drain.
 #include "os/direct_write.h"
+#include "page_cache.h"
 #include "test_tmp.h"
 
 #include <cstdlib>
@@ -25,17 +26,6 @@ int spill_like_file(size_t len) {
     return fd;
 }
 
-// Pages of fd's [0, len) in page cache (mincore through a mapping).
-size_t cached_pages(int fd, size_t len) {
-    void *m = mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-    REQUIRE(m != MAP_FAILED);
-    std::vector<unsigned char> vec(len / 4096);
-    REQUIRE(mincore(m, len, vec.data()) == 0);
-    munmap(m, len);
-    size_t n = 0;
-    for (unsigned char v : vec) n += v & 1;
-    return n;
-}
 } // namespace
 
 TEST_CASE("an aligned range is written past the page cache and reads back") {
@@ -51,7 +41,7 @@ TEST_CASE("an aligned range is written past the page cache and reads back") {
         CHECK(w.direct_bytes() == len);
         CHECK(w.buffered_bytes() == 0);
     }
-    CHECK(cached_pages(fd, len) == 0); // nothing was copied into page cache
+    CHECK(test::cached_pages(fd, 0, len) == 0); // nothing was copied into page cache
     std::vector<char> back(len);
     REQUIRE(pread(fd, back.data(), len, 0) == (ssize_t)len);
     CHECK(memcmp(back.data(), src, len) == 0);
@@ -106,7 +96,7 @@ TEST_CASE("queued writes land past the page cache by their batch's finish; a mis
         CHECK(w.buffered_bytes() == 1000);
         // Each batch, once finished, is in the file (read back past the writer).
         REQUIRE(w.finish(2) == 0);
-        CHECK(cached_pages(fd, 2 * half) == 0); // queued writes copy nothing into page cache
+        CHECK(test::cached_pages(fd, 0, 2 * half) == 0); // queued writes copy nothing into page cache
         std::vector<char> back(half);
         REQUIRE(pread(fd, back.data(), half, (off_t)half) == (ssize_t)half);
         CHECK(memcmp(back.data(), src + half, half) == 0);

@@ -18,6 +18,7 @@
 #include "registry/region.h"
 #include "stats/stats.h"
 #include "tiering/rehome.h"
+#include "page_cache.h"
 #include "shim_fixture.h"
 
 #include <atomic>
@@ -463,27 +464,17 @@ TEST_CASE("a snapshot moved to a file of its own leaves the old file's pages of 
     // kept, and the new file's the ones it took (rehome.cpp drop_left_chunk).
     test::bring_up();
     ForkedPoolRegion f = fork_over_pool_region();
-    auto cached_pages = [&] { // mincore through a mapping of its own: the page cache, not anyone's page tables
-        void *m = mmap(nullptr, kPoolLen, PROT_READ, MAP_SHARED, f.pool->fd, (off_t)f.off);
-        REQUIRE(m != MAP_FAILED);
-        std::vector<unsigned char> in(kPoolLen / 4096);
-        REQUIRE(mincore(m, kPoolLen, in.data()) == 0);
-        munmap(m, kPoolLen);
-        size_t n = 0;
-        for (unsigned char c : in) n += c & 1;
-        return n;
-    };
     // Clean and cached: written back, then read.
     REQUIRE(sync_file_range(f.pool->fd, (off_t)f.off, kPoolLen,
                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == 0);
     REQUIRE(pool_range_holds(f, 'A'));
-    REQUIRE(cached_pages() == kPoolLen / 4096);
+    REQUIRE(test::cached_pages(f.pool->fd, (off_t)f.off, kPoolLen) == kPoolLen / 4096);
     memset(f.p, 'P', kPoolLen);
     SpillFile *dest = nullptr;
     REQUIRE(new_dedicated_disk_file(kPoolLen, &dest) == 0);
     MoveResult res;
     REQUIRE(rehome_spill_snapshot(f.r, f.start, dest, &res) == 0);
-    CHECK(cached_pages() == 0);
+    CHECK(test::cached_pages(f.pool->fd, (off_t)f.off, kPoolLen) == 0);
     CHECK(file_holds(f.r, 0, kPoolLen, 'P'));
     CHECK(pool_range_holds(f, 'A')); // the child's bytes, read back from the disk
     retire_held_until_child_ends(f);

@@ -18,7 +18,6 @@
 #include "registry/region.h"
 #include "stats/stats.h"
 #include "tiering/rehome.h"
-#include "page_cache.h"
 #include "shim_fixture.h"
 
 #include <atomic>
@@ -27,8 +26,6 @@
 #include <functional>
 #include <spillway.h>
 #include <vector>
-#include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -455,28 +452,6 @@ TEST_CASE("a pool region moved to a file of its own keeps its pool range for the
     CHECK(f.r->left_gen == gen);
     CHECK(file_holds(f.r, 0, kPoolLen, 'P'));
     CHECK(pool_range_holds(f, 'A')); // the child's
-    retire_held_until_child_ends(f);
-}
-
-TEST_CASE("a snapshot moved to a file of its own leaves the old file's pages of it out of the page cache") {
-    // The children keep the old file, and a DataLoader's workers never read
-    // what the parent rewrites: cached, those pages were the ones reclaim
-    // kept, and the new file's the ones it took (rehome.cpp drop_left_chunk).
-    test::bring_up();
-    ForkedPoolRegion f = fork_over_pool_region();
-    // Clean and cached: written back, then read.
-    REQUIRE(sync_file_range(f.pool->fd, (off_t)f.off, kPoolLen,
-                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER) == 0);
-    REQUIRE(pool_range_holds(f, 'A'));
-    REQUIRE(test::cached_pages(f.pool->fd, (off_t)f.off, kPoolLen) == kPoolLen / 4096);
-    memset(f.p, 'P', kPoolLen);
-    SpillFile *dest = nullptr;
-    REQUIRE(new_dedicated_disk_file(kPoolLen, &dest) == 0);
-    MoveResult res;
-    REQUIRE(rehome_spill_snapshot(f.r, f.start, dest, &res) == 0);
-    CHECK(test::cached_pages(f.pool->fd, (off_t)f.off, kPoolLen) == 0);
-    CHECK(file_holds(f.r, 0, kPoolLen, 'P'));
-    CHECK(pool_range_holds(f, 'A')); // the child's bytes, read back from the disk
     retire_held_until_child_ends(f);
 }
 

@@ -1023,16 +1023,6 @@ int unspill(uintptr_t start, size_t n, int fd, off_t off, int dest_fd, off_t des
 
 bool always_due(const Region *) { return true; }
 
-// A spill's chunk now maps the new file: the old file's pages of it serve
-// only the children, who rarely read what the parent rewrites (a
-// DataLoader's workers never touch the table). Left cached, they were the
-// pages the parent had used last, so reclaim took the new file's copies
-// first: in `epochs` at 1 GiB the 768 MiB table kept 228 MiB of its
-// 513 MiB cached through each fork's move, and the parent read the rest
-// back a 4 KiB fault at a time. Dropped (their dirty pages written, never
-// lost; a page a child maps stays), the room goes to the new copies.
-void drop_left_chunk(int old_fd, off_t off, size_t n) { posix_fadvise(old_fd, off, (off_t)n, POSIX_FADV_DONTNEED); }
-
 std::atomic<long> g_fail_spill_at_chunk{-1};
 
 // rehome_reshare's and rehome_spill_snapshot's way. into: nullptr to share
@@ -1142,7 +1132,6 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
             recopied += pause.recopied;
             longest_ns = std::max(longest_ns, pause.longest_ns);
             if (t == 0) { // the range maps the file shared (map_region_in_place)
-                if (into) drop_left_chunk(fd, off, n);
                 shared += n;
                 continue;
             }
@@ -1217,7 +1206,6 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
             if (rc != -EBUSY)
                 SPW_LOG(debug, "fork snapshot: region %p stays private for now (%s)", (void *)start, strerror(-rc));
         } else {
-            if (into) drop_left_chunk(fd, off, n);
             shared += n;
         }
         set_chunk(0, 0);

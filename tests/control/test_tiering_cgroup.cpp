@@ -157,20 +157,22 @@ TEST_CASE("two processes in one cgroup each want 200 MiB of 250 MiB headroom: ex
     // 500 MiB is the same race at twice the size.)
     REQUIRE(cg->set_limit(base + 260 * MiB));
     SpawnOptions o = in_cgroup(*cg, {"SPILLWAY_CONFIG=" + cfg, "SPILLWAY_LOG=info"});
-    Helper a = spawn_helper({"want-promotion", "200", "4"}, o);
-    Helper b = spawn_helper({"want-promotion", "200", "4"}, o);
-    auto collect = [](Helper &h, int *status) {
-        close(h.to_child);
-        h.to_child = -1;
-        std::string out;
-        char buf[4096];
-        ssize_t n;
-        while ((n = read(h.from_child, buf, sizeof buf)) > 0) out.append(buf, (size_t)n);
-        *status = h.wait();
+    // Each keeps its region (a promotion's claim with it) until both have
+    // ended their writes ("hold": until its stdin ends): a write that waits
+    // seconds for the disk under load must not carry one past the other's
+    // exit, where the claim is rightly free again.
+    Helper a = spawn_helper({"want-promotion", "200", "4", "hold"}, o);
+    Helper b = spawn_helper({"want-promotion", "200", "4", "hold"}, o);
+    auto results = [](Helper &h) { // its lines up to "intact=" (or its end)
+        std::string out, line;
+        do {
+            line = h.read_line();
+            out += line + "\n";
+        } while (line != "<helper gone>" && line.rfind("intact=", 0) != 0);
         return out;
     };
-    int sa = -1, sb = -1;
-    std::string oa = collect(a, &sa), ob = collect(b, &sb);
+    std::string oa = results(a), ob = results(b);
+    int sa = a.wait(), sb = b.wait(); // closes their stdins: both let go
     INFO("A (exit " << sa << "):\n" << oa << "B (exit " << sb << "):\n" << ob);
     REQUIRE(sa == 0);
     REQUIRE(sb == 0);

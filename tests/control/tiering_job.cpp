@@ -42,11 +42,14 @@
 //       places a REGION in memory (SPILLWAY_PREFER_MEMORY), fills it and
 //       keeps it for MS (the controller looks every tiering.interval_ms);
 //       prints its backing then, and whether it is intact.
-//   want-promotion REGION_MIB SECONDS
+//   want-promotion REGION_MIB SECONDS [hold]
 //       a disk region written at random for SECONDS, 8 words every 5 ms
 //       (enough for the detector, few enough pages that the run does not
 //       wait on the disk); prints whether it was promoted (two of these run
-//       in one cgroup).
+//       in one cgroup). hold: then keeps the region (and a promotion's
+//       claim) until its stdin ends, so that two of them overlap to the end
+//       of the later one's SECONDS whatever the load (a write that waited
+//       3 s for the disk once ran one past the other's exit).
 //   reread BUFFERS BUF_MIB
 //       issue 26's live job, small: BUFFERS buffers of BUF_MIB (malloc,
 //       disk regions) filled in order and all kept, then read back in
@@ -409,7 +412,7 @@ int hold(size_t region_mib, size_t hold_ms) {
     return 0;
 }
 
-int want_promotion(size_t region_mib, double seconds, bool io) {
+int want_promotion(size_t region_mib, double seconds, bool io, bool hold) {
     size_t n = region_mib * MiB / 8;
     uint64_t *p = (uint64_t *)spillway_alloc(n * 8, SPILLWAY_PREFER_DISK);
     if (!p) return 3;
@@ -440,6 +443,12 @@ int want_promotion(size_t region_mib, double seconds, bool io) {
     for (size_t i = 0; i < n; i++)
         if (p[i] && p[i] != mix(i) + 1) bad++;
     printf("promoted=%d\npromoted_after_ms=%.0f\nintact=%d\n", promoted_ms >= 0, promoted_ms, bad == 0);
+    fflush(stdout);
+    if (hold) {
+        char byte;
+        while (read(0, &byte, 1) > 0) {
+        }
+    }
     return 0;
 }
 
@@ -527,8 +536,10 @@ int main(int argc, char **argv) {
         return fork_rewrite(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 4 && strcmp(argv[1], "hold") == 0)
         return hold(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
-    if (argc == 4 && (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))
-        return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0), strcmp(argv[1], "want-promotion-io") == 0);
+    if ((argc == 4 || (argc == 5 && strcmp(argv[4], "hold") == 0)) &&
+        (strcmp(argv[1], "want-promotion") == 0 || strcmp(argv[1], "want-promotion-io") == 0))
+        return want_promotion(strtoull(argv[2], 0, 10), strtod(argv[3], 0), strcmp(argv[1], "want-promotion-io") == 0,
+                              argc == 5);
     fprintf(stderr, "tiering_job: unknown command; see the opening comment of tests/control/tiering_job.cpp\n");
     return 2;
 }

@@ -200,31 +200,6 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
     large_free(p);
 }
 
-TEST_CASE("a copy listing taken as short: the re-share goes the read-only way and every byte of the parent's is kept") {
-    test::bring_up();
-    constexpr size_t kLen = 20 << 20; // chunks of 16 and 4 MiB
-    auto *p = filled_region(kLen, 'A');
-    REQUIRE(p);
-    Region *r = live_region(p);
-    int go_w = -1;
-    pid_t pid = fork_checking_child(p, kLen, &go_w);
-    REQUIRE(pid > 0);
-    memset(p, 'P', kLen / 2); // copies in the first chunk only
-    for (size_t off = kLen - 4096; off >= kLen - (64 << 10); off -= 4096) p[off] = 'Q'; // and 16 pages of the second
-    rehome_distrust_listings_for_tests(true);
-    CHECK(child_status(pid, go_w) == 0);
-    CHECK(settled());
-    rehome_distrust_listings_for_tests(false);
-    CHECK_FALSE(r->is_private);
-    CHECK(file_holds(r, 0, kLen / 2, 'P'));
-    CHECK(file_holds(r, kLen / 2, kLen / 2 - (64 << 10), 'A'));
-    size_t wrong = 0; // the last 16 pages: 'Q' then 4095 'A's each
-    for (size_t off = kLen - (64 << 10); off < kLen; off += 4096)
-        wrong += !file_holds(r, off, 1, 'Q') + !file_holds(r, off + 1, 4095, 'A');
-    CHECK(wrong == 0);
-    large_free(p);
-}
-
 TEST_CASE("a region the parent wrote 16 MiB of while a child kept its snapshot is marked for promotions") {
     test::bring_up();
     constexpr size_t kLen = 20 << 20;

@@ -927,19 +927,19 @@ constexpr size_t kPage = 4096;
 // /proc/self/pagemap's bits (Documentation/admin-guide/mm/pagemap.rst).
 constexpr uint64_t kPmPresent = 1ull << 63, kPmSwapped = 1ull << 62, kPmFileOrShared = 1ull << 61;
 
-// Calls on_run(first_page, pages) for each run of consecutive pages of
-// [a, a+n) that are this process's own copies (a private mapping's
-// copy-on-write pages: present or swapped, not a file page), as
-// /proc/self/pagemap shows them. 0 or -errno.
-template <typename OnRun>
-int each_copy_run(int pagemap_fd, uintptr_t a, size_t n, OnRun &&on_run) {
+// Writes into fd at off the pages of [a, a+n) that are this process's own
+// copies (a private mapping's copy-on-write pages: present or swapped, not a
+// file page), consecutive pages in one write. The chunk is read-only: no
+// page can be copied or written meanwhile. 0 or -errno.
+int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off, size_t *copied) {
     constexpr size_t kBatch = 512;
     uint64_t entries[kBatch];
     const size_t pages = n / kPage;
     size_t run_start = 0, run_len = 0; // in pages
     auto flush = [&]() -> int {
         if (!run_len) return 0;
-        int rc = on_run(run_start, run_len);
+        int rc = write_all(fd, (const char *)(a + run_start * kPage), run_len * kPage, off + (off_t)(run_start * kPage));
+        *copied += run_len * kPage;
         run_len = 0;
         return rc;
     };
@@ -960,27 +960,6 @@ int each_copy_run(int pagemap_fd, uintptr_t a, size_t n, OnRun &&on_run) {
         }
     }
     return flush();
-}
-
-// Writes into fd at off the pages of [a, a+n) that are this process's own
-// copies, consecutive pages in one write. The chunk is read-only: no page
-// can be copied or written meanwhile. 0 or -errno.
-int write_back_copies(int pagemap_fd, uintptr_t a, size_t n, int fd, off_t off, size_t *copied) {
-    return each_copy_run(pagemap_fd, a, n, [&](size_t first, size_t pages) {
-        *copied += pages * kPage;
-        return write_all(fd, (const char *)(a + first * kPage), pages * kPage, off + (off_t)(first * kPage));
-    });
-}
-
-// The bytes of [a, a+n) that are this process's own copies (0 when pagemap
-// cannot be read).
-size_t copy_bytes(int pagemap_fd, uintptr_t a, size_t n) {
-    size_t bytes = 0;
-    each_copy_run(pagemap_fd, a, n, [&](size_t, size_t pages) {
-        bytes += pages * kPage;
-        return 0;
-    });
-    return bytes;
 }
 
 } // namespace
@@ -1045,8 +1024,6 @@ int unspill(uintptr_t start, size_t n, int fd, off_t off, int dest_fd, off_t des
 bool always_due(const Region *) { return true; }
 
 std::atomic<long> g_fail_spill_at_chunk{-1};
-// Tests: every kernel listing of copies is taken as short (rehome_reshare).
-std::atomic<bool> g_short_listing_for_tests{false};
 
 // rehome_reshare's and rehome_spill_snapshot's way. into: nullptr to share
 // r's own file again (it holds every byte but the parent's copies), or a
@@ -1121,30 +1098,7 @@ int reshare_into(Region *r, uintptr_t start, bool (*due)(const Region *), SpillF
         // (move_tracked.h start_tracking_listing), and the first copy writes
         // those: a store meanwhile marks its page, copied again.
         std::vector<uffd::Range> own;
-        // What pagemap shows as copies before the kernel lists them
-        // (PAGEMAP_SCAN): a copy stays one until this move maps the file
-        // over it, unless the program itself discards it (MADV_DONTNEED),
-        // so a listing with less than half of them missed some. Once, in
-        // CI (run 99: btrfs, read_ahead_kb 4096, load), a re-share wrote
-        // back none of a region the parent had rewritten whole, and every
-        // write was lost; not reproduced in 230 runs since. A short
-        // listing is not trusted: the chunk goes the read-only way, which
-        // writes back what pagemap shows, and the log says so.
-        const size_t copies_seen = scheme == uffd::Level::none ? 0 : copy_bytes(pagemap_fd, a, n);
         int t = scheme == uffd::Level::none ? -ENOTSUP : tracked.start_tracking_listing(a, n, own);
-        if (t == 0) {
-            size_t listed = 0;
-            for (const uffd::Range &c : own) listed += c.end - c.start;
-            if (listed < copies_seen / 2 || g_short_listing_for_tests.load(std::memory_order_relaxed)) {
-                SPW_LOG(error, "fork snapshot: the kernel listed %zu KiB of region %p's copies at offset %zu where "
-                               "pagemap shows %zu KiB; this chunk goes the read-only way (nothing is lost): report "
-                               "this with the log",
-                        listed >> 10, (void *)start, shared, copies_seen >> 10);
-                tracked.forget(a, n);
-                own.clear();
-                t = -EIO;
-            }
-        }
         // A spill writes the whole chunk as the parent sees it: the old
         // file's bytes, in the kernel (copy_file_range: the file is frozen,
         // and read in large requests), then the copies over them; a store
@@ -1319,7 +1273,6 @@ int rehome_spill_snapshot(Region *r, uintptr_t start, SpillFile *dest, MoveResul
 }
 
 void rehome_fail_spill_at_chunk_for_tests(long chunk) { g_fail_spill_at_chunk.store(chunk); }
-void rehome_distrust_listings_for_tests(bool on) { g_short_listing_for_tests.store(on); }
 
 int rehome_region_checked(Region *r, uintptr_t start, SpillFile *dest, bool write_back, MoveResult *out) {
     auto already_there = [](const Region *live, Backing to) { return live->backing == to; };

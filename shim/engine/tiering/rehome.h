@@ -125,9 +125,6 @@ const char *rehome_scheme_name(uffd::Level l);
 // Tests: the next spills fail (-EIO) at their chunk number `chunk` (16 MiB
 // each), after the chunks before it moved, so the undo runs; -1: never.
 void rehome_fail_spill_at_chunk_for_tests(long chunk);
-// Tests: the kernel's listing of a chunk's copies is taken as short, as if
-// it had missed some: the re-share and the spill go the read-only way.
-void rehome_distrust_listings_for_tests(bool on);
 
 // The tiering mover's entry: r comes from an earlier snapshot (start was its
 // start then). Moves it to dest (a disk file or a memfd: r takes dest->kind)

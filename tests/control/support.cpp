@@ -171,8 +171,8 @@ std::string vm_flags_of(const void *p) {
     return flags.empty() || flags[0] == ' ' ? flags : " " + flags;
 }
 
-bool eventually(const std::function<bool()> &pred) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+bool eventually(const std::function<bool()> &pred, int seconds) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
     while (!pred()) {
         if (std::chrono::steady_clock::now() > until) return pred();
         std::this_thread::sleep_for(std::chrono::milliseconds(2));

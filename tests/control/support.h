@@ -50,10 +50,11 @@ std::string maps_line_of(const void *p);
 std::string vm_flags_of(const void *p);
 inline bool has_random_advice(const void *p) { return vm_flags_of(p).find(" rr") != std::string::npos; }
 
-// Waits (polling) until pred() is true or about 10 s have passed; returns
-// pred()'s last value. For events the shim completes in the background,
-// such as the reaper unmapping a freed region: never used to assert timing.
-bool eventually(const std::function<bool()> &pred);
+// Waits (polling) until pred() is true or about `seconds` have passed;
+// returns pred()'s last value. For events the shim completes in the
+// background, such as the reaper unmapping a freed region: never used to
+// assert timing.
+bool eventually(const std::function<bool()> &pred, int seconds = 10);
 
 // A second process: control_helper (SPILLWAY_TEST_HELPER) with args, its
 // stdin and stdout connected to this process.

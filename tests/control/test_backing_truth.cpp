@@ -243,11 +243,7 @@ TEST_CASE("a range a move left in a pool is not reused before it is punched") {
         auto spans = mappings_over(moved, 32 * MiB);
         return spans.size() == 1 && spans[0].perms == "---p"; // the arena's reserve again
     };
-    bool retired = reserve_again();
-    while (!retired && std::chrono::steady_clock::now() - freed_at < std::chrono::seconds(60)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        retired = reserve_again();
-    }
+    bool retired = eventually(reserve_again, 60);
     double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - freed_at).count();
     if (took > 10) WARN("the freed region was retired after " << took << " s");
     std::string held_then;

@@ -491,6 +491,10 @@ int fork_rewrite(size_t region_mib, size_t passes) {
     pid_t pid = fork();
     if (pid < 0) return 3;
     if (pid == 0) { // sees the bytes of the fork, whatever the parent writes
+        // Only the parent writes go: if it dies (OOM-killed), the read ends
+        // and so does this child, instead of holding the test's pipe open.
+        close(go[1]);
+        close(verdict[0]);
         char byte;
         if (read(go[0], &byte, 1) != 1) _exit(2);
         size_t bad = 0;
@@ -498,6 +502,8 @@ int fork_rewrite(size_t region_mib, size_t passes) {
         char ok = bad == 0 ? '1' : '0';
         _exit(write(verdict[1], &ok, 1) == 1 ? 0 : 2);
     }
+    close(go[0]);
+    close(verdict[1]);
     auto t0 = Clock::now();
     for (size_t pass = 1; pass <= passes; pass++)
         for (size_t i = 0; i < words; i += page_words) // a word per page: each page a copy

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <cstring>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace spillway;
 
@@ -99,6 +102,39 @@ TEST_CASE("this machine's own figures can be read") {
     MemoryFigures m = read_memory_figures(); // real /proc: limited or not, never a crash
     if (m.limited) CHECK(m.usage >= m.reclaimable);
     CHECK(memory_headroom() > 0);
+}
+
+TEST_CASE("this process's anonymous memory: resident less shared pages of statm") {
+    FakeRoot fake;
+    put(fake.root + "/proc/self/statm", "5000 400 100 5 0 300 0\n");
+    CHECK(process_anon_bytes() == 300 * (uint64_t)sysconf(_SC_PAGESIZE));
+    put(fake.root + "/proc/self/statm", "garbage\n");
+    CHECK(process_anon_bytes() == 0);
+}
+
+TEST_CASE("this process's anonymous memory counts pages written, not a file's pages read") {
+    constexpr size_t kLen = 64 << 20;
+    const uint64_t before = process_anon_bytes();
+    REQUIRE(before > 0);
+    auto *anon = (char *)mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(anon != MAP_FAILED);
+    memset(anon, 1, kLen);
+    const uint64_t written = process_anon_bytes();
+    CHECK(written >= before + kLen - (8 << 20)); // other threads may free a little meanwhile
+    char tmpl[] = "/tmp/spillway-statm.XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    unlink(tmpl);
+    REQUIRE(ftruncate(fd, kLen) == 0);
+    auto *file = (const char *)mmap(nullptr, kLen, PROT_READ, MAP_SHARED, fd, 0);
+    REQUIRE(file != MAP_FAILED);
+    unsigned sum = 0;
+    for (size_t i = 0; i < kLen; i += 4096) sum += (unsigned char)file[i];
+    CHECK(sum == 0);
+    CHECK(process_anon_bytes() < written + (8 << 20)); // page cache: shared, not anonymous
+    munmap((void *)file, kLen);
+    close(fd);
+    munmap(anon, kLen);
 }
 
 TEST_CASE("cgroup v2 pressure: memory.events counters and memory.pressure PSI") {

@@ -200,6 +200,24 @@ TEST_CASE("a fork child keeps its snapshot while the parent writes; then the reg
     large_free(p);
 }
 
+TEST_CASE("the tiering loop watches a snapshot while its copies could outgrow the room, and stops when its child ends") {
+    test::bring_up();
+    constexpr size_t kLen = 8 << 20;
+    auto *p = filled_region(kLen, 'A');
+    REQUIRE(p);
+    CHECK_FALSE(snapshot_could_outgrow(0)); // no child, no snapshot: nothing to watch
+    int go_w = -1;
+    pid_t pid = fork_checking_child(p, kLen, &go_w);
+    REQUIRE(pid > 0);
+    // Every page the parent writes may become a copy: 8 MiB could.
+    CHECK(snapshot_could_outgrow(kLen - 1));
+    CHECK_FALSE(snapshot_could_outgrow(kLen));
+    CHECK(child_status(pid, go_w) == 0);
+    CHECK(settled());
+    CHECK_FALSE(snapshot_could_outgrow(0)); // shared again: its pages are page cache
+    large_free(p);
+}
+
 TEST_CASE("a region the parent wrote 16 MiB of while a child kept its snapshot is marked for promotions") {
     test::bring_up();
     constexpr size_t kLen = 20 << 20;

@@ -19,6 +19,7 @@
 #include "stats/stats.h"
 #include "access/sampler.h"
 #include "tiering/rehome.h"
+#include "tiering/tiering_loop.h"
 #include "tiering/writeback.h"
 
 #include <algorithm>
@@ -218,7 +219,10 @@ void snapshot_fork_privatise() {
 void snapshot_fork_parent(bool attempted) {
     if (t_write_fd >= 0) close(t_write_fd); // the children hold it now
     t_write_fd = -1;
-    if (t_gen) reaper_wake_for_settle();
+    if (t_gen) {
+        reaper_wake_for_settle();
+        tiering_look_soon(); // before the parent's next stores make copies
+    }
     // A child maps, from this process's files, a region that was not
     // frozen: such regions must never move (rehome.h).
     if (t_left_shared || !attempted) note_fork_left_shared();
@@ -355,6 +359,15 @@ size_t count_copies(int pagemap_fd, uintptr_t start, size_t len) {
     return copies * kPage;
 }
 } // namespace
+
+bool snapshot_could_outgrow(uint64_t room) {
+    if (!snapshot_regions_live()) return false;
+    uint64_t frozen = 0;
+    std::lock_guard<std::mutex> guard(large_lock());
+    for (Region *r = registry_first(); r; r = r->next)
+        if (r->snapshot_gen && r->is_private && !r->freed.load()) frozen += r->map_len;
+    return frozen > room;
+}
 
 uint64_t snapshot_spill(uint64_t need, uint64_t room) {
     if (!snapshot_regions_live()) return 0;

@@ -47,7 +47,7 @@ void large_init(const Settings &s) {
     g_page = (size_t)sysconf(_SC_PAGESIZE);
     reaper_init(large_retire, close_spill_file);
     reaper_set_settle(snapshot_settle);
-    tiering_set_snapshot_spill(snapshot_spill);
+    tiering_set_snapshot_hooks(snapshot_spill, snapshot_could_outgrow);
     recycle_init();
 }
 

@@ -51,6 +51,14 @@ static uint64_t stat_field(const std::string &path, const char *key) {
     return 0;
 }
 
+uint64_t process_anon_bytes() {
+    char buf[128];
+    if (!read_small("/proc/self/statm", buf, sizeof buf)) return 0;
+    unsigned long long size = 0, resident = 0, shared = 0;
+    if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || shared > resident) return 0;
+    return (uint64_t)(resident - shared) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 MemoryFigures read_memory_figures() {
     MemoryFigures f;
     char buf[4096];

@@ -47,6 +47,13 @@ struct PressureSignals {
 };
 PressureSignals read_pressure_signals(const std::string &where);
 
+// This process's anonymous memory in RAM (private copies included, page
+// cache and memfd pages not): resident less shared pages of
+// /proc/self/statm, the kernel's counters, no walk of the mappings (a few
+// microseconds, so the tiering loop can look every few milliseconds while
+// a fork snapshot's copies could outgrow the room). 0 when unreadable.
+uint64_t process_anon_bytes();
+
 // For tests: resolve against another root than / (a fake /proc and /sys).
 void cgroup_set_root_for_tests(const char *root);
 

@@ -38,7 +38,16 @@ void tiering_after_fork_child(bool trusted); // untrusted: never starts, moves n
 // how many; room: what the cgroup has left (0 under pressure). Set once at
 // start-up.
 using SnapshotSpillFn = uint64_t (*)(uint64_t need, uint64_t room);
-void tiering_set_snapshot_spill(SnapshotSpillFn fn);
+// And whether the snapshots' copies could outgrow room: while they could,
+// the loop checks this process's anonymous memory every kSnapshotWatchMs
+// and looks at once when it has grown by 16 MiB (a parent's rewrite makes
+// copies at memory speed), else it looks every tiering.interval_ms.
+using SnapshotWatchFn = bool (*)(uint64_t room);
+void tiering_set_snapshot_hooks(SnapshotSpillFn spill, SnapshotWatchFn watch);
+inline constexpr unsigned kSnapshotWatchMs = 10;
+// A fork has just frozen regions: the loop looks now, not at the end of
+// its sleep (what the parent writes next may be copies).
+void tiering_look_soon();
 
 // For benchmarks and tests: CPU time the controller has used, and its ticks.
 uint64_t tiering_cpu_ns();

@@ -44,6 +44,8 @@ bool profile_parse(const std::string &text, const std::string &source, std::vect
                        : access == "sequential" ? Access::sequential : Access::unknown;
             e.decision = (*t)["decision"].value_or<std::string>("");
             e.evidence = (*t)["evidence"].value_or<std::string>("");
+            e.short_lived = (*t)["lifetime"].value_or<std::string>("long") == "short";
+            e.lifetime_evidence = (*t)["lifetime_evidence"].value_or<std::string>("");
             e.runs = (uint64_t)(*t)["runs"].value_or<int64_t>(1);
             if (const toml::array *frames = (*t)["frames"].as_array())
                 for (const toml::node &f : *frames) e.frames.push_back(f.value_or<std::string>(""));
@@ -69,11 +71,18 @@ std::string profile_render(const std::vector<ProfileEntry> &entries) {
         o << "\n[[site]]\nid = \"" << id << "\"\naccess = \"" << access_name(e.access) << "\"\n";
         o << "decision = " << toml::value<std::string>(e.decision) << "\n";
         o << "evidence = " << toml::value<std::string>(e.evidence) << "\n";
+        o << "lifetime = \"" << (e.short_lived ? "short" : "long") << "\"\n";
+        if (!e.lifetime_evidence.empty())
+            o << "lifetime_evidence = " << toml::value<std::string>(e.lifetime_evidence) << "\n";
         o << "runs = " << e.runs << "\nframes = [\n";
         for (const std::string &f : e.frames) o << "  " << toml::value<std::string>(f) << ",\n";
         o << "]\n";
     }
     return o.str();
+}
+
+std::string profile_decision(const ProfileEntry &e) {
+    return e.access == Access::random ? "memory" : e.short_lived ? "anon" : "disk";
 }
 
 std::vector<ProfileEntry> profile_merge(const std::vector<ProfileEntry> &older,
@@ -86,8 +95,19 @@ std::vector<ProfileEntry> profile_merge(const std::vector<ProfileEntry> &older,
             found = true;
             uint64_t runs = o.runs + 1;
             // Random is sticky: one run that saw scattered access is enough
-            // to keep the site in memory; sequential never overrides it.
-            if (!(o.access == Access::random && n.access != Access::random)) o = n;
+            // to keep the site in memory; sequential never overrides it. A
+            // run that learned no access (an entry for its lifetime alone)
+            // keeps the older verdict and its evidence.
+            if (n.access != Access::unknown && !(o.access == Access::random && n.access != Access::random)) {
+                o.access = n.access;
+                o.evidence = n.evidence;
+            }
+            if (o.frames.empty() || !n.frames.empty()) o.frames = n.frames;
+            // A lifetime is what the latest run saw: a temporary that now
+            // lives on must leave memory at the next run.
+            o.short_lived = n.short_lived;
+            o.lifetime_evidence = n.lifetime_evidence;
+            o.decision = profile_decision(o);
             o.runs = runs;
         }
         if (!found) out.push_back(n);
@@ -111,6 +131,13 @@ Access profile_lookup(uint64_t identity) {
     for (const ProfileEntry &e : *g_loaded)
         if (e.identity == identity) return e.access;
     return Access::unknown;
+}
+
+bool profile_short_lived(uint64_t identity) {
+    if (!g_loaded) return false;
+    for (const ProfileEntry &e : *g_loaded)
+        if (e.identity == identity) return e.short_lived;
+    return false;
 }
 
 } // namespace spillway

@@ -14,7 +14,9 @@ expect_contains "$out" "3fa9c1d2e4b50617  random      memory       4  libgraph.s
 expect_contains "$out" "00000000deadbeef  sequential  disk         1  libc10.so+0x5a1e0" "sequential site row"
 expect_contains "$out" "evidence: 912 of 1024" "evidence"
 expect_contains "$out" "... (1 more)" "frames cut at 3"
-expect_contains "$out" "2 sites in $profile" "count"
+expect_contains "$out" "5b0c1e7a9d2f4c33  unknown     anon         2  sklearn/utils/extmath.py:randomized_range_finder:265" "short-lived site row"
+expect_contains "$out" "lifetime: short (17 of 17 freed, after at most 412 ms)" "lifetime"
+expect_contains "$out" "3 sites in $profile" "count"
 out=$("$spillway" sites --frames 0 "$profile")
 expect_contains "$out" "__libc_start_call_main" "--frames 0 shows all"
 
@@ -30,7 +32,7 @@ expect_contains "$out" "no call sites learned yet" "empty profile"
 # Without PROFILE: profile.file of the config.
 printf '[profile]\nfile = "%s"\n' "$profile" >"$SCRATCH/with-profile.toml"
 out=$(SPILLWAY_CONFIG="$SCRATCH/with-profile.toml" "$spillway" sites); expect_status 0 $? "sites from config"
-expect_contains "$out" "2 sites" "sites from config"
+expect_contains "$out" "3 sites" "sites from config"
 err=$(SPILLWAY_CONFIG= "$spillway" sites 2>&1); expect_status 1 $? "sites without any profile"
 expect_contains "$err" "profile.file is not set" "sites without any profile"
 echo "sites: ok"

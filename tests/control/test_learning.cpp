@@ -168,3 +168,50 @@ TEST_CASE("no limit: a profile's wrong \"sequential\" for the scatter site is co
     CHECK(learned(l.profile, "alloc_pair_table") == "random");
     CHECK(learned(l.profile, "alloc_pair_dataset") == "sequential");
 }
+
+TEST_CASE("a site whose buffers all die within a second is saved short-lived, and the next run gives it anonymous memory") {
+    // Tiering on (the learning runs above turn it off): a short-lived
+    // site's region goes to anonymous memory only where tiering could
+    // demote it, were it to live on (policy.h, short_lived_fits).
+    std::string profile = spill_dir() + "/../learning-temporaries-profile.toml";
+    std::string config = spill_dir() + "/../learning-temporaries.toml";
+    unlink(profile.c_str());
+    std::ofstream(config) << "[tiering]\nmin_size = \"16MiB\"\n[profile]\nfile = \"" << profile << "\"\n";
+    auto run = [&](const char *label) {
+        SpawnOptions o;
+        o.program = job_path();
+        o.set_env = {"SPILLWAY_CONFIG=" + config, "SPILLWAY_LOG=info"};
+        int status = -1;
+        std::string out = run_helper({"temporaries", "4", "32"}, &status, o);
+        INFO(label << ": exit status " << status << "\n" << out << "profile:\n" << slurp(profile));
+        REQUIRE(status == 0);
+        auto k = keys(out);
+        CHECK(k["intact"] == "1");
+        return k;
+    };
+    auto first = run("first run");
+    CHECK(first["temporary_backings"] == "1,1,1,1"); // nothing known yet: disk
+    CHECK(first["kept_backing"] == "1");
+    std::string text = slurp(profile);
+    // The temporaries' site: short-lived, with what was seen.
+    size_t at = text.find("alloc_temporary");
+    REQUIRE(at != std::string::npos);
+    size_t start = text.rfind("[[site]]", at);
+    std::string site = text.substr(start, text.find("[[site]]", at) - start);
+    INFO(site);
+    CHECK(site.find("lifetime = \"short\"") != std::string::npos);
+    CHECK(site.find("decision = 'anon'") != std::string::npos); // tomlplusplus writes literal strings
+    CHECK(site.find("4 of 4 freed") != std::string::npos);
+    // The kept buffer lived past a second: never saved as short-lived.
+    size_t kept = text.find("alloc_kept");
+    if (kept != std::string::npos) {
+        size_t ks = text.rfind("[[site]]", kept);
+        CHECK(text.substr(ks, text.find("[[site]]", kept) - ks).find("lifetime = \"long\"") != std::string::npos);
+    }
+    auto second = run("second run");
+    CHECK(second["temporary_backings"] == "3,3,3,3"); // anonymous memory from the first
+    CHECK(second["kept_backing"] == "1");
+    CHECK(slurp(profile).find("runs = 2") != std::string::npos);
+    unlink(profile.c_str());
+    unlink(config.c_str());
+}

@@ -10,6 +10,12 @@
 //       byte is intact. until-promoted: writes on past WRITES_M until the
 //       region is promoted (10 s at most), so a fast disk cannot end the
 //       phase before tiering acts.
+//   temporaries COUNT MIB
+//       a KEPT buffer of MIB filled, then COUNT temporaries of MIB, one
+//       after another, each from one call site, filled, checked and freed
+//       50 ms later (numpy's temporaries in scikit-learn's PCA, small);
+//       the kept one is freed after 1.2 s. Prints each one's backing at
+//       allocation and whether every byte was intact.
 //   growth REGION_MIB GROW_MIB RATE_MIB_S [CHECK_PAGES]
 //       places a REGION in memory (SPILLWAY_RANDOM_ACCESS), fills it, then
 //       grows other anonymous memory (4 KiB mallocs) by GROW at RATE; prints
@@ -178,6 +184,8 @@ __attribute__((noinline)) uint64_t *alloc_pair_dataset(size_t n) { return not_a_
 __attribute__((noinline)) uint64_t *alloc_pair_table(size_t n) { return not_a_tail_call(malloc(n), 4); }
 __attribute__((noinline)) uint64_t *alloc_quick_dataset(size_t n) { return not_a_tail_call(malloc(n), 5); }
 __attribute__((noinline)) uint64_t *alloc_quick_table(size_t n) { return not_a_tail_call(malloc(n), 6); }
+__attribute__((noinline)) uint64_t *alloc_temporary(size_t n) { return not_a_tail_call(malloc(n), 7); }
+__attribute__((noinline)) uint64_t *alloc_kept(size_t n) { return not_a_tail_call(malloc(n), 8); }
 
 int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m, bool until_promoted) {
     size_t dn = dataset_mib * MiB / 8, sn = scatter_mib * MiB / 8;
@@ -306,6 +314,32 @@ int learn_quick(size_t dataset_mib, size_t table_mib, size_t writes) {
     printf("touched_words=%zu\nbad_words=%zu\nintact=%d\n", touched, bad, bad == 0 && touched > 0);
     free(table);
     free(data);
+    return 0;
+}
+
+int temporaries(size_t count, size_t mib) {
+    const size_t n = mib * MiB / 8;
+    uint64_t *kept = alloc_kept(n * 8);
+    if (!kept) return 3;
+    for (size_t i = 0; i < n; i++) kept[i] = mix(i);
+    auto born = Clock::now();
+    std::string backings;
+    size_t bad = 0;
+    for (size_t c = 0; c < count; c++) {
+        uint64_t *t = alloc_temporary(n * 8);
+        if (!t) return 3;
+        backings += (c ? "," : "") + std::to_string(spillway_backing(t));
+        for (size_t i = 0; i < n; i++) t[i] = mix(i) + c;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        for (size_t i = 0; i < n; i++) bad += t[i] != mix(i) + c;
+        free(t);
+    }
+    printf("kept_backing=%d\ntemporary_backings=%s\n", spillway_backing(kept), backings.c_str());
+    // The kept buffer lives past a second: a long-lived site's.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1200) - (Clock::now() - born));
+    for (size_t i = 0; i < n; i++) bad += kept[i] != mix(i);
+    free(kept);
+    printf("intact=%d\n", bad == 0);
     return 0;
 }
 
@@ -530,6 +564,8 @@ int main(int argc, char **argv) {
         return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10), argc == 6);
     if (argc == 5 && strcmp(argv[1], "learn-pair") == 0)
         return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if (argc == 4 && strcmp(argv[1], "temporaries") == 0)
+        return temporaries(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 5 && strcmp(argv[1], "learn-quick") == 0)
         return learn_quick(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
     if ((argc == 5 || argc == 6) && (strcmp(argv[1], "growth") == 0 || strcmp(argv[1], "growth-io") == 0))

@@ -100,6 +100,39 @@ TEST_CASE("a site's rule or learned access decides") {
     CHECK(run(Policy::auto_, 1000, 0, &learned, true, 1 << 30).backing == Backing::disk);
 }
 
+TEST_CASE("a site the profile calls short-lived gets anonymous memory when tiering could demote it and it fits") {
+    Settings s;
+    s.policy = Policy::auto_;
+    const uint64_t min = s.tiering.min_size, margin = s.tiering.demote_margin;
+    CallSite temp;
+    temp.short_lived_in_profile = true;
+    auto decide_for = [&](const CallSite *site, size_t size, uint64_t headroom, bool disk_ok = true) {
+        PolicyInputs in;
+        in.settings = &s;
+        in.disk_usable = disk_ok;
+        in.headroom = headroom;
+        Request r;
+        r.size = size;
+        r.site = site;
+        return decide(r, in);
+    };
+    Decision d = decide_for(&temp, min, min + margin);
+    CHECK(d.backing == Backing::anon);
+    CHECK(std::string(d.why).find("short-lived") != std::string::npos);
+    CHECK(decide_for(&temp, min, min + margin - 1).backing == Backing::disk); // the margin would be eaten
+    CHECK(decide_for(&temp, min - 1, UINT64_MAX).backing == Backing::disk);   // too small for tiering to demote
+    s.tiering.enabled = false;
+    CHECK(decide_for(&temp, min, UINT64_MAX).backing == Backing::disk); // nothing could demote it
+    s.tiering.enabled = true;
+    CallSite plain; // not short-lived: unknown access goes to disk
+    CHECK(decide_for(&plain, min, UINT64_MAX).backing == Backing::disk);
+    temp.access = (int)Access::random; // random comes first: a memfd region
+    CHECK(decide_for(&temp, min, UINT64_MAX).backing == Backing::memory);
+    temp.access = (int)Access::unknown;
+    s.policy = Policy::disk; // the user's word
+    CHECK(decide_for(&temp, min, UINT64_MAX).backing == Backing::disk);
+}
+
 TEST_CASE("advice named by the caller or a rule is pinned; learned advice is not") {
     CHECK(run(Policy::disk, 1000, SPILLWAY_RANDOM_ACCESS, nullptr, true, 0).advice_pinned);
     Rule rule;

@@ -104,6 +104,10 @@ int sites_command(const Args &args) {
                e.decision.empty() ? "-" : e.decision.c_str(), (unsigned long long)e.runs,
                frames_text(e, max_frames).c_str());
         if (!e.evidence.empty()) printf("%-16s  evidence: %s\n", "", e.evidence.c_str());
+        if (e.short_lived || !e.lifetime_evidence.empty())
+            printf("%-16s  lifetime: %s%s%s%s\n", "", e.short_lived ? "short" : "long",
+                   e.lifetime_evidence.empty() ? "" : " (", e.lifetime_evidence.c_str(),
+                   e.lifetime_evidence.empty() ? "" : ")");
     }
     printf("%zu site%s in %s\n", entries.size(), entries.size() == 1 ? "" : "s", path.c_str());
     return kExitOk;

@@ -126,6 +126,15 @@ static int place(Region *r, const Decision &d) {
     return back(r, back_anon);
 }
 
+// A large allocation of site's the program freed after life_ns.
+static void note_lifetime(CallSite *site, uint64_t life_ns) {
+    site->freed.fetch_add(1, std::memory_order_relaxed);
+    uint64_t longest = site->longest_life_ns.load(std::memory_order_relaxed);
+    while (life_ns > longest &&
+           !site->longest_life_ns.compare_exchange_weak(longest, life_ns, std::memory_order_relaxed)) {
+    }
+}
+
 // The bookkeeping of a new allocation in region r (fresh or recycled),
 // after its bytes are mapped and registered.
 static void note_allocation(Region *r) {
@@ -189,7 +198,8 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     PolicyInputs in;
     in.settings = g_settings;
     in.disk_usable = disk_usable();
-    if (request_access(req) == Access::random) in.headroom = memory_headroom();
+    if (request_access(req) == Access::random || (req.site && req.site->short_lived_in_profile))
+        in.headroom = memory_headroom();
     Decision d = decide(req, in);
 
     if (Region *r = recycled(req, d, map_len, align)) {
@@ -279,10 +289,13 @@ void *large_allocate(size_t size, size_t align, bool zero) {
 
 void *large_allocate_flagged(size_t size, unsigned flags) { return region_or_small(size, 0, flags, false); }
 
-void large_free(void *p) {
+// Frees a region: the program's free (died), or realloc's after it copied
+// the bytes elsewhere (they live on: no lifetime is learned from it).
+static void free_region(void *p, bool died) {
     Region *r = arena::region_at(p);
     if (!r || r->start != (uintptr_t)p) invalid_pointer("free", p);
     if (r->freed.exchange(true)) invalid_pointer("free", p); // seq_cst: against the probes' hold
+    if (died && r->site) note_lifetime(r->site, monotonic_ns() - r->born_ns);
     if (g_untrusted) return; // stays mapped: retiring would touch the arena
     // A region over a named file (exported, or mapped with spillway_map) is
     // unmapped before free() returns: "free, then release the file by path"
@@ -300,6 +313,8 @@ void large_free(void *p) {
         reaper_submit(r);
     }
 }
+
+void large_free(void *p) { free_region(p, true); }
 
 void large_retire(Region *r) {
     pin_region_for_good(r); // a tiering move under way finishes first; none starts after
@@ -425,7 +440,7 @@ void *large_realloc(void *p, size_t size) {
         }
         memcpy(q, p, size < r->map_len ? size : r->map_len); // an alignment-only region can be smaller
         pin.release(); // before the free: the region may be gone when it returns
-        large_free(p);
+        free_region(p, false);
         return q;
     }
     if (size > (size_t)PTRDIFF_MAX - 2 * arena::kGranule) {
@@ -471,7 +486,7 @@ void *large_realloc(void *p, size_t size) {
     }
     memcpy(q, p, old_len);
     pin.release(); // before the free: the region may be gone when it returns
-    large_free(p);
+    free_region(p, false);
     g_stats.reallocs_moved.fetch_add(1, std::memory_order_relaxed);
     return q;
 }

@@ -76,9 +76,19 @@ Decision decide(const Request &req, const PolicyInputs &in) {
         d.why = "random access but the cgroup has no headroom";
         return d;
     }
+    if (req.site && req.site->short_lived_in_profile && short_lived_fits(req, s, in.headroom)) {
+        d.backing = Backing::anon;
+        d.why = "a short-lived site (profile), cgroup has headroom";
+        return d;
+    }
     d.backing = in.disk_usable ? Backing::disk : Backing::anon;
     d.why = in.disk_usable ? "sequential or unknown access" : "spill dir unusable";
     return d;
+}
+
+bool short_lived_fits(const Request &req, const Settings &s, uint64_t headroom) {
+    const TierSettings &t = s.tiering;
+    return t.enabled && req.size >= t.min_size && headroom >= req.size + t.demote_margin;
 }
 
 } // namespace spillway

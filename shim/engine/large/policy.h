@@ -56,4 +56,19 @@ Decision decide(const Request &req, const PolicyInputs &in);
 // The access class a request carries (flags, rule, learned profile).
 Access request_access(const Request &req);
 
+// Under "auto", a site the profile calls short-lived (profile.h: every
+// buffer freed within a second, in the latest run) gets anonymous memory
+// when this allocation fits: tiering could demote it if it lives on
+// (tiering on, at least tiering.min_size), and the cgroup keeps
+// tiering.demote_margin of headroom beyond it, so no demotion starts. Why:
+// a temporary on disk takes the same page cache while it lives (its dirty
+// pages cannot be dropped), and on top of that pays a fault per 4 KiB page
+// and the writeback pacer's write of every byte before it is freed.
+// scikit-learn's PCA (tests/bench/jobs, 512 MiB limit) makes 17 temporaries
+// of 82 MiB that live a fraction of a second each (docs/limitations.md,
+// "What spilling costs"). Anonymous memory, not a memfd: 2 MiB pages, as
+// numpy asks for its own arrays, and a fork child's private copy, as
+// without spillway. A random site's verdict comes first (memory).
+bool short_lived_fits(const Request &req, const Settings &s, uint64_t headroom);
+
 } // namespace spillway

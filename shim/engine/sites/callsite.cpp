@@ -209,6 +209,7 @@ CallSite *create_site(uint64_t key, const uintptr_t *frames, unsigned depth, con
     // show them.
     if (g_need_names) store_names(site, symbolize_current(site));
     site->rule = match_rule(site);
+    site->short_lived_in_profile = profile_short_lived(identity);
     Access learned = profile_lookup(identity);
     if (learned != Access::unknown) {
         site->access.store((int)learned);

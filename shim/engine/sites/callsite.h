@@ -43,6 +43,12 @@ struct CallSite {
     // this run's to save.
     std::atomic<bool> from_profile{false};
     std::atomic<uint64_t> allocs{0}, bytes{0}, fallbacks{0};
+    // Its large allocations the program freed (not realloc's moves: their
+    // bytes live on) and the longest any of them lived: the lifetime this
+    // run saves (profile.h, kShortLifeNs).
+    std::atomic<uint64_t> freed{0}, longest_life_ns{0};
+    // An earlier run's profile says its buffers are short-lived (policy.h).
+    bool short_lived_in_profile = false;
     std::atomic<uint64_t> by_backing[4] = {};
     char evidence[160] = {0};
     // Function names of the frames, resolved once when the site is first

@@ -7,6 +7,7 @@
 #include "log.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,12 +19,29 @@ void profile_save(const Settings &s) {
     std::vector<ProfileEntry> learned;
     for (CallSite *site = callsite_list(); site; site = site->all_next) {
         Access a = (Access)site->access.load();
-        if (a == Access::unknown || site->from_profile.load()) continue;
+        const uint64_t allocs = site->allocs.load(), freed = site->freed.load();
+        const uint64_t longest = site->longest_life_ns.load();
+        // Every allocation freed, each within kShortLifeNs: a temporary's
+        // site. One still live at exit lived on.
+        const bool short_lived = allocs && freed >= allocs && longest < kShortLifeNs;
+        const bool learned_access = a != Access::unknown && !site->from_profile.load();
+        // Saved for its access (learned this run), or for its lifetime: a
+        // short one, or a long one where the profile said short.
+        if (!learned_access && !short_lived && !(site->short_lived_in_profile && allocs)) continue;
         ProfileEntry e;
         e.identity = site->identity;
-        e.access = a;
-        e.decision = a == Access::random ? "memory" : "disk";
-        e.evidence = site->evidence;
+        // An access from the profile is the profile's: not said again (its
+        // evidence would read "from profile"), the merge keeps it.
+        if (learned_access) {
+            e.access = a;
+            e.evidence = site->evidence;
+        }
+        e.short_lived = short_lived;
+        e.decision = profile_decision(e);
+        char life[96];
+        snprintf(life, sizeof life, "%llu of %llu freed, after at most %.0f ms",
+                 (unsigned long long)freed, (unsigned long long)allocs, longest / 1e6);
+        e.lifetime_evidence = life;
         std::string text = callsite_describe(site, site->py.depth + site->depth);
         for (size_t at = 0; at < text.size();) {
             size_t sep = text.find(" <- ", at);

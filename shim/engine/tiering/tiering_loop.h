@@ -1,5 +1,6 @@
 // tiering_loop.h — the tiering controller: a thread that reads the cgroup's
-// figures every tiering.interval_ms, asks tiering.h what to move, and moves
+// figures every tiering.interval_ms (sooner after a fork, and while a fork
+// snapshot's copies could outgrow the room: below), asks tiering.h what to move, and moves
 // regions in place (rehome.h), promotions under the cgroup's shared claims
 // (claims.h): a promotion's memory is allocated whole while its claim is
 // held, so when the claim is dropped the cgroup's usage already counts it.

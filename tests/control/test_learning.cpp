@@ -141,6 +141,32 @@ TEST_CASE("no limit: the issue's pair, every page present before the scatter, is
     placed_from_profile(l, args, 1536, "table_backing");
 }
 
+TEST_CASE("no limit, tiering on: the table the probes judge random is promoted in the same run") {
+    // The region's own phase follows the probes' verdict (sampler.cpp), so
+    // tiering, which without a limit promotes every disk region in a
+    // random phase, moves it: xz -9's hash table, mapped whole by its
+    // initialisation, stayed on disk before.
+    std::string profile = spill_dir() + "/../learning-promoted-profile.toml";
+    std::string config = spill_dir() + "/../learning-promoted.toml";
+    unlink(profile.c_str());
+    std::ofstream(config) << "[profile]\nfile = \"" << profile << "\"\n";
+    SpawnOptions o;
+    o.program = job_path();
+    o.set_env = {"SPILLWAY_CONFIG=" + config, "SPILLWAY_LOG=info"};
+    int status = -1;
+    std::string out = run_helper({"learn-pair", "256", "256", "20", "promoted"}, &status, o);
+    INFO("no limit, exit status " << status << "\n" << out << "profile:\n" << slurp(profile));
+    REQUIRE(status == 0);
+    auto k = keys(out);
+    CHECK(k["table_backing"] == "1");     // nothing learned yet: disk
+    CHECK(k["table_backing_end"] == "2"); // promoted once judged random
+    CHECK(k["dataset_backing"] == "1");
+    CHECK(k["intact"] == "1");
+    CHECK(learned(profile, "alloc_pair_table") == "random");
+    unlink(profile.c_str());
+    unlink(config.c_str());
+}
+
 TEST_CASE("no limit: a profile's wrong \"sequential\" for the scatter site is corrected by a run that sees the scatter") {
     Learning l("learn-relearn");
     std::vector<std::string> args = {"learn-pair", "512", "512", "20"};

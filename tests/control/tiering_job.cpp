@@ -37,6 +37,9 @@
 //       words into the TABLE, then reads the DATASET back in order; each
 //       region from its own call site. Prints each region's backing at
 //       allocation, the phases' times, and whether every byte is intact.
+//       With a fifth argument "promoted": after the scatter, waits up to
+//       10 s for the TABLE to be memory-backed (tiering, no limit: a region
+//       in a random phase is promoted) and prints its backing then.
 //   learn-quick DATASET_MIB TABLE_MIB WRITES
 //       python_sites' pair in C: fills a DATASET region in order, then
 //       makes WRITES random 8-byte writes into a fresh TABLE region (done
@@ -234,7 +237,7 @@ int first_run(size_t dataset_mib, size_t scatter_mib, size_t writes_m, bool unti
     return 0;
 }
 
-int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
+int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m, bool wait_promoted) {
     size_t dn = dataset_mib * MiB / 8, tn = table_mib * MiB / 8;
     uint64_t *data = alloc_pair_dataset(dn * 8);
     uint64_t *table = alloc_pair_table(tn * 8);
@@ -271,6 +274,12 @@ int learn_pair(size_t dataset_mib, size_t table_mib, size_t writes_m) {
         if (++writes >= writes_m && ms_since(t) >= 500) break;
     }
     printf("scatter_ms=%.0f\nscatter_writes_m=%zu\n", ms_since(t), writes);
+    if (wait_promoted) {
+        t = Clock::now();
+        while (spillway_backing(table) != SPILLWAY_MEMORY && ms_since(t) < 10000)
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        printf("table_backing_end=%d\nwaited_ms=%.0f\n", spillway_backing(table), ms_since(t));
+    }
     t = Clock::now();
     size_t bad = 0, touched = 0;
     for (size_t i = 0; i < dn; i++)
@@ -562,8 +571,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, nullptr, _IOLBF, 0);
     if ((argc == 5 || (argc == 6 && strcmp(argv[5], "until-promoted") == 0)) && strcmp(argv[1], "first-run") == 0)
         return first_run(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10), argc == 6);
-    if (argc == 5 && strcmp(argv[1], "learn-pair") == 0)
-        return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10));
+    if ((argc == 5 || (argc == 6 && strcmp(argv[5], "promoted") == 0)) && strcmp(argv[1], "learn-pair") == 0)
+        return learn_pair(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10), strtoull(argv[4], 0, 10), argc == 6);
     if (argc == 4 && strcmp(argv[1], "temporaries") == 0)
         return temporaries(strtoull(argv[2], 0, 10), strtoull(argv[3], 0, 10));
     if (argc == 5 && strcmp(argv[1], "learn-quick") == 0)

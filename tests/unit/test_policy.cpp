@@ -11,11 +11,8 @@
 
 using namespace spillway;
 
-static Decision run(Policy global, size_t size, unsigned flags, const CallSite *site, bool disk_ok,
-                    uint64_t headroom) {
-    Settings s;
-    s.policy = global;
-    s.memory_reserve = 100;
+static Decision run_with(const Settings &s, size_t size, unsigned flags, const CallSite *site, bool disk_ok,
+                         uint64_t headroom) {
     PolicyInputs in;
     in.settings = &s;
     in.disk_usable = disk_ok;
@@ -25,6 +22,14 @@ static Decision run(Policy global, size_t size, unsigned flags, const CallSite *
     r.flags = flags;
     r.site = site;
     return decide(r, in);
+}
+
+static Decision run(Policy global, size_t size, unsigned flags, const CallSite *site, bool disk_ok,
+                    uint64_t headroom) {
+    Settings s;
+    s.policy = global;
+    s.memory_reserve = 100;
+    return run_with(s, size, flags, site, disk_ok, headroom);
 }
 
 TEST_CASE("global policies") {
@@ -106,15 +111,8 @@ TEST_CASE("a site the profile calls short-lived gets anonymous memory when tieri
     const uint64_t min = s.tiering.min_size, margin = s.tiering.demote_margin;
     CallSite temp;
     temp.short_lived_in_profile = true;
-    auto decide_for = [&](const CallSite *site, size_t size, uint64_t headroom, bool disk_ok = true) {
-        PolicyInputs in;
-        in.settings = &s;
-        in.disk_usable = disk_ok;
-        in.headroom = headroom;
-        Request r;
-        r.size = size;
-        r.site = site;
-        return decide(r, in);
+    auto decide_for = [&](const CallSite *site, size_t size, uint64_t headroom) {
+        return run_with(s, size, 0, site, true, headroom);
     };
     Decision d = decide_for(&temp, min, min + margin);
     CHECK(d.backing == Backing::anon);

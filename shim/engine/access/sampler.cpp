@@ -1180,9 +1180,8 @@ uint64_t probe_tick(uint64_t now) {
         // saw touched at random. Without it a table whose every page was
         // mapped before its scatter kept no phase, and tiering, which
         // promotes regions in a random phase, never promoted it: xz -9's
-        // 64 MiB hash table stayed a shared file mapping, every store after
-        // writeback a page_mkwrite, which on btrfs beside other writers
-        // waited on metadata reservation (300 s against 85 s without the shim).
+        // 64 MiB hash table (zeroed, then scattered into) stayed on disk,
+        // with no memory limit at all.
         if (r.agreed == Verdict::random && t.verdict != Verdict::random) {
             t.verdict = Verdict::random;
             publish(t, Verdict::random, true, after, t.rate_published == UINT32_MAX ? 0 : t.rate_published);

@@ -126,18 +126,22 @@ void profile_load(const Settings &s) {
     }
 }
 
-Access profile_lookup(uint64_t identity) {
-    if (!g_loaded) return Access::unknown;
+// The loaded entry for identity, or nullptr.
+static const ProfileEntry *loaded_entry(uint64_t identity) {
+    if (!g_loaded) return nullptr;
     for (const ProfileEntry &e : *g_loaded)
-        if (e.identity == identity) return e.access;
-    return Access::unknown;
+        if (e.identity == identity) return &e;
+    return nullptr;
+}
+
+Access profile_lookup(uint64_t identity) {
+    const ProfileEntry *e = loaded_entry(identity);
+    return e ? e->access : Access::unknown;
 }
 
 bool profile_short_lived(uint64_t identity) {
-    if (!g_loaded) return false;
-    for (const ProfileEntry &e : *g_loaded)
-        if (e.identity == identity) return e.short_lived;
-    return false;
+    const ProfileEntry *e = loaded_entry(identity);
+    return e && e->short_lived;
 }
 
 } // namespace spillway

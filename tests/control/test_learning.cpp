@@ -116,10 +116,12 @@ TEST_CASE("no limit: a scatter done before the first look is learned random, the
     // sequential depends on the sampler seeing it under way: a 256 MiB fill
     // done before the first look (87 ms on a warm spill disk here, with
     // 2 MiB page-cache folios) leaves one run over the whole region, which
-    // says nothing of the order ("access unknown"). Either way its next
+    // says nothing of the order ("access unknown": no entry, or an entry
+    // for its lifetime alone, the dataset being freed within a second, as
+    // on a VM whose disk took the fill in 40 ms). Either way its next
     // placement is disk (placed_from_profile checks it).
     std::string dataset = learned(l.profile, "alloc_quick_dataset");
-    CHECK((dataset == "sequential" || dataset == ""));
+    CHECK((dataset == "sequential" || dataset == "" || dataset == "unknown"));
     placed_from_profile(l, args, 1024, "table_backing");
 }
 

@@ -312,7 +312,9 @@ bool refresh_tracks(uint64_t now) {
 // back: their re-reads were taken for first fills and never read ahead, and
 // a chain never predicted them. Asked at most once per kPeriodNs per
 // region, and never for one from the recycle cache (its file holds the last
-// owner's bytes: written, but not this owner's fill).
+// owner's bytes: written, but not this owner's fill). Also for the region
+// below a reader moving down (pass_backward_on); not for the reader's own
+// region, where the file cannot tell a fill moving down from a re-read.
 void written_on_file(Track &t, uint64_t now) {
     if (t.filled_to >= t.pages || t.reused || t.fd < 0 || now - t.file_asked_ns < kPeriodNs) return;
     t.file_asked_ns = now;
@@ -735,6 +737,7 @@ void pass_backward_on(uint64_t now) {
         if (std::min(a.back_read_to, a.back_front) > kBackwardEdgePages) continue;
         a.back_passed_on = true;
         // A forward stream there (b.fed) is another reader's.
+        if (below_a && b.filled_to == 0) written_on_file(b, now);
         if (!below_a || b.backward || b.fed || b.cache_managed || b.kept_off || b.filled_to == 0) continue;
         b.backward = true;
         b.back_passed_on = false;

@@ -12,6 +12,7 @@
 #include "access/access_detector.h"
 #include "access/prefetch_worker.h"
 #include "access/sampler.h"
+#include "large/block_zone.h"
 #include "os/extents.h"
 #include "spillway.h"
 
@@ -256,6 +257,54 @@ TEST_CASE("a chain of buffers filled unseen by the detector: their files say the
     sum += read_slowly(bufs[2], n);
     CHECK(sum == 7u * (unsigned)(3 * n / 4096));
     for (unsigned char *p : bufs) large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("a block zone's chunks read in turn are a chain: the next chunk is read ahead before the reader gets there") {
+    // CPython's object arenas (block_zone.h): chunks of 32 MiB with no call
+    // site, a pass over a list's objects crossing one every 32 MiB
+    // (tests/bench/jobs pylist's scan: each chunk began with a 100 ms look
+    // the reader spent faulting page by page, until they chained).
+    test::bring_up();
+    block_zone_reset_for_tests();
+    const size_t block = size_t(1) << 20, chunk = block_zone_chunk_bytes(block), count = 5;
+    std::vector<void *> blocks;
+    std::vector<unsigned char *> chunks;
+    for (size_t i = 0; i < count * (chunk / block); i++) {
+        void *b = block_zone_take(block);
+        REQUIRE(b);
+        blocks.push_back(b);
+        unsigned char *c = (unsigned char *)arena::region_at(b)->start;
+        if (std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
+    }
+    REQUIRE(chunks.size() == count);
+    std::sort(chunks.begin(), chunks.end());
+    for (unsigned char *c : chunks) {
+        Region *r = arena::region_at(c);
+        REQUIRE(r->backing == Backing::disk);
+        REQUIRE(r->object_blocks);
+        REQUIRE(r->site == nullptr);
+        memset(c, 7, chunk);
+    }
+    sleep_ms(250);
+    for (unsigned char *c : chunks) {
+        Region *r = arena::region_at(c);
+        REQUIRE(msync(c, chunk, MS_SYNC) == 0);
+        REQUIRE(madvise(c, chunk, MADV_DONTNEED) == 0);
+        REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)chunk, POSIX_FADV_DONTNEED) == 0);
+        REQUIRE(cached_pages(c, chunk) < chunk / 4096 / 8);
+    }
+    sleep_ms(250);
+    unsigned sum = read_slowly(chunks[0], chunk);
+    sum += read_slowly(chunks[1], chunk);
+    size_t ahead = 0;
+    for (int i = 0; i < 1000 && (ahead = cached_pages(chunks[2], chunk)) < chunk / 4096 / 2; i++) sleep_ms(10);
+    INFO("chunks[2]: " << ahead << " of " << chunk / 4096 << " pages cached before the reader came");
+    CHECK(ahead >= chunk / 4096 / 2);
+    sum += read_slowly(chunks[2], chunk);
+    CHECK(sum == 7u * (unsigned)(3 * chunk / 4096));
+    for (void *b : blocks) CHECK(block_zone_give(b, block));
+    block_zone_reset_for_tests();
     reaper_drain();
 }
 

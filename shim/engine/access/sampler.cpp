@@ -166,6 +166,7 @@ struct Track {
     uint32_t rate_published = UINT32_MAX;
     bool shared_file = false; // mapped shared over a file of this process (probes may unmap its pages)
     bool reused = false;      // from the recycle cache: its first look is no evidence (region.h)
+    bool object_blocks = false; // a block zone's chunk: chained with the other chunks (region.h)
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
     uint64_t last_news_ns = 0;  // the last look that saw pages of the region newly present
@@ -269,6 +270,7 @@ bool refresh_tracks(uint64_t now) {
             t.cache_managed = r->cache_managed.load(std::memory_order_acquire);
             t.shared_file = r->file && !r->file->foreign && !r->is_private;
             t.reused = r->reused;
+            t.object_blocks = r->object_blocks;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -581,13 +583,14 @@ void feed_stream(Track &t) {
 
 // The region of the same call site just before / after t in address
 // order (the table is sorted by start), or null.
+// A block zone's chunks have no site; they count as one (region.h).
 Track *neighbour_of_site(const Track &t, bool after) {
-    if (!t.site || &t < g_tracks || &t >= g_tracks + g_track_count) return nullptr;
+    if ((!t.site && !t.object_blocks) || &t < g_tracks || &t >= g_tracks + g_track_count) return nullptr;
     size_t i = (size_t)(&t - g_tracks);
     for (size_t k = 1; k <= kChainScan; k++) {
         if (after ? i + k >= g_track_count : k > i) break;
         Track &o = g_tracks[after ? i + k : i - k];
-        if (o.site == t.site) return &o;
+        if (o.site == t.site && o.object_blocks == t.object_blocks) return &o;
     }
     return nullptr;
 }

@@ -170,6 +170,7 @@ static Region *recycled(const Request &req, const Decision &d, size_t map_len, s
         r->phase_since_ns.store(0, std::memory_order_relaxed);
         r->fault_rate.store(0, std::memory_order_relaxed);
         r->advice_pinned = d.advice_pinned;
+        r->object_blocks = (req.flags & kFlagObjectBlocks) != 0;
         r->freed.store(false, std::memory_order_release);
     }
     // A probe that found the last owner's region before the new birth above
@@ -250,6 +251,7 @@ void *large_alloc(size_t size, size_t align, unsigned flags, bool *use_small) {
     // the caller or a rule named the access (then it only reads ahead of a
     // stream: the kernel's read-around stays off, as asked).
     r->advice_pinned = d.advice_pinned;
+    r->object_blocks = (req.flags & kFlagObjectBlocks) != 0;
     advise_region(r, initial_advice(map_len, d.random_advice));
     // Anonymous regions start on 2 MiB granules: 2 MiB pages instead of 512
     // faults of 4 KiB (what numpy asks for its own arrays); unmapping is

@@ -68,6 +68,10 @@ struct Region {
     // a move without that lock; either value is a valid advice.
     std::atomic<int> advice{0};
     bool advice_pinned = false; // set at creation: a flag or rule named the access (policy.h)
+    // A block zone's chunk (kFlagObjectBlocks: CPython's object arenas): it
+    // has no call site, and the detector chains the chunks as one site's
+    // buffers (a pass over a list's objects crosses one every 32 MiB).
+    bool object_blocks = false;
     std::atomic<uint8_t> phase{0};           // detector's verdict: 0 undecided, 1 sequential, 2 random
     std::atomic<uint64_t> phase_since_ns{0}; // CLOCK_MONOTONIC when that verdict began
     std::atomic<uint32_t> fault_rate{0};     // pages newly faulted in per second over the last tick

@@ -222,8 +222,9 @@ TEST_CASE("a chain of buffers read in turn: the next buffer is read ahead before
 TEST_CASE("a chain of buffers filled unseen by the detector: their files say they were written, and they are read ahead") {
     // On a fast disk a buffer is filled, written back and unmapped between
     // two looks (sampler.cpp, written_on_file): the detector never sees its
-    // pages present. Filled here while the detector is held, and out of
-    // memory before it looks again.
+    // pages present. The first two are filled while the detector looks (a
+    // chain begins on a buffer seen written), the others while it is held,
+    // and all are out of memory before it looks again.
     test::bring_up();
     const size_t n = 32 << 20, count = 5;
     std::vector<unsigned char *> bufs;
@@ -237,10 +238,13 @@ TEST_CASE("a chain of buffers filled unseen by the detector: their files say the
         reaper_drain();
         return;
     }
+    memset(bufs[0], 7, n);
+    memset(bufs[1], 7, n);
+    sleep_ms(250); // looked at while written
     sampler_hold(true);
+    for (size_t i = 2; i < count; i++) memset(bufs[i], 7, n);
     for (unsigned char *p : bufs) {
         Region *r = arena::region_at(p);
-        memset(p, 7, n);
         REQUIRE(msync(p, n, MS_SYNC) == 0);
         REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
         REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);

@@ -312,11 +312,16 @@ bool refresh_tracks(uint64_t now) {
 // younger than kMinAgeNs is not even tracked). On a disk that took 64 MiB in
 // 40 ms, 21-53 of the live job's 128 buffers had filled_to 0 when read
 // back: their re-reads were taken for first fills and never read ahead, and
-// a chain never predicted them. Asked at most once per kPeriodNs per
-// region, and never for one from the recycle cache (its file holds the last
-// owner's bytes: written, but not this owner's fill). Also for the region
-// below a reader moving down (pass_backward_on); not for the reader's own
-// region, where the file cannot tell a fill moving down from a re-read.
+// a chain never predicted them. Asked for a region a stream is about to
+// enter (a chain's next buffer, the region below a reader moving down), at
+// most once per kPeriodNs per region, and never for one from the recycle
+// cache (its file holds the last owner's bytes: written, but not this
+// owner's fill). Not for the region a stream is in: the file cannot tell a
+// fill under way (dirty pages count as written) from a re-read, and asked
+// there too (session 36, tests/bench/JOBS.md) scipy's tocsr and transpose
+// fell in 3 of 10 runs into a mode that wrote 3.6-4.6 GB where they write
+// 0.8-1.9 (not understood; not seen in 8 runs without it). So a chain must
+// begin on a buffer the looks saw written.
 void written_on_file(Track &t, uint64_t now) {
     if (t.filled_to >= t.pages || t.reused || t.fd < 0 || now - t.file_asked_ns < kPeriodNs) return;
     t.file_asked_ns = now;
@@ -961,10 +966,6 @@ void look(Track &t, uint64_t now, LookSpan span, const PageRun *runs, long n, bo
     // needs no read-ahead, which would only fill the page cache with zeros
     // ahead of the writer and page out what it just wrote.
     if (t.streaming && !t.fed && !t.backward) {
-        if (t.front + kFedMarginPages >= filled_before) {
-            written_on_file(t, now); // written before, unseen by the looks?
-            filled_before = std::max(filled_before, t.filled_to); // a fill's own front is within the margin
-        }
         // ...and only once it has run kLongStreamPages: a reader taking
         // contiguous slices in random order starts a short "stream" at each
         // one, which the kernel's window serves (update_clustered); the

@@ -1,8 +1,10 @@
 // test_sampler.cpp — the detector's thread on real disk regions: a region
 // written in order is published sequential, one touched at scattered pages
 // random, and the advice in force follows (MADV_RANDOM outside streams,
-// MADV_SEQUENTIAL for contiguous slices read in random order). A fork
-// child runs a detector of its own over the regions it inherited.
+// MADV_SEQUENTIAL for contiguous slices read in random order). Buffers
+// read in turn are chained (a call site's, or CPython's arena chunks), also
+// where the detector never saw them filled. A fork child runs a detector
+// of its own over the regions it inherited.
 #include "shim_fixture.h"
 
 #include "registry/arena.h"
@@ -137,6 +139,29 @@ unsigned read_slowly(const unsigned char *p, size_t len) {
     return sum;
 }
 
+// Writes [p, p+n) back and drops it from memory, as a limit would.
+void drop_from_memory(unsigned char *p, size_t n) {
+    Region *r = arena::region_at(p);
+    REQUIRE(msync(p, n, MS_SYNC) == 0);
+    REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
+    REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
+    REQUIRE(cached_pages(p, n) < n / 4096 / 8);
+}
+
+// Reads bufs[0] and bufs[1] (each n bytes of 7s) in turn, then expects more
+// than half of bufs[2] read ahead before the reader comes (the worker
+// competes for the CPU like any thread: up to 10 s), and reads it.
+void chain_reads_ahead(const std::vector<unsigned char *> &bufs, size_t n) {
+    unsigned sum = read_slowly(bufs[0], n);
+    sum += read_slowly(bufs[1], n);
+    size_t ahead = 0;
+    for (int i = 0; i < 1000 && (ahead = cached_pages(bufs[2], n)) < n / 4096 / 2; i++) sleep_ms(10);
+    INFO("the third: " << ahead << " of " << n / 4096 << " pages cached before the reader came");
+    CHECK(ahead >= n / 4096 / 2);
+    sum += read_slowly(bufs[2], n);
+    CHECK(sum == 7u * (unsigned)(3 * n / 4096));
+}
+
 // Reads [p+from, p+to) from its last page down to its first, a page at a
 // time, with a look every 4 MiB (CPython freeing a list's objects).
 unsigned read_down_slowly(const unsigned char *p, size_t from, size_t to) {
@@ -243,23 +268,10 @@ TEST_CASE("a chain of buffers filled unseen by the detector: their files say the
     sleep_ms(250); // looked at while written
     sampler_hold(true);
     for (size_t i = 2; i < count; i++) memset(bufs[i], 7, n);
-    for (unsigned char *p : bufs) {
-        Region *r = arena::region_at(p);
-        REQUIRE(msync(p, n, MS_SYNC) == 0);
-        REQUIRE(madvise(p, n, MADV_DONTNEED) == 0);
-        REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)n, POSIX_FADV_DONTNEED) == 0);
-        REQUIRE(cached_pages(p, n) < n / 4096 / 8);
-    }
+    for (unsigned char *p : bufs) drop_from_memory(p, n);
     sampler_hold(false);
     sleep_ms(250); // looked at, nothing present
-    unsigned sum = read_slowly(bufs[0], n);
-    sum += read_slowly(bufs[1], n);
-    size_t ahead = 0;
-    for (int i = 0; i < 1000 && (ahead = cached_pages(bufs[2], n)) < n / 4096 / 2; i++) sleep_ms(10);
-    INFO("bufs[2]: " << ahead << " of " << n / 4096 << " pages cached before the reader came");
-    CHECK(ahead >= n / 4096 / 2);
-    sum += read_slowly(bufs[2], n);
-    CHECK(sum == 7u * (unsigned)(3 * n / 4096));
+    chain_reads_ahead(bufs, n);
     for (unsigned char *p : bufs) large_free(p);
     reaper_drain();
 }
@@ -291,22 +303,9 @@ TEST_CASE("a block zone's chunks read in turn are a chain: the next chunk is rea
         memset(c, 7, chunk);
     }
     sleep_ms(250);
-    for (unsigned char *c : chunks) {
-        Region *r = arena::region_at(c);
-        REQUIRE(msync(c, chunk, MS_SYNC) == 0);
-        REQUIRE(madvise(c, chunk, MADV_DONTNEED) == 0);
-        REQUIRE(posix_fadvise(r->file->fd, (off_t)r->file_off, (off_t)chunk, POSIX_FADV_DONTNEED) == 0);
-        REQUIRE(cached_pages(c, chunk) < chunk / 4096 / 8);
-    }
+    for (unsigned char *c : chunks) drop_from_memory(c, chunk);
     sleep_ms(250);
-    unsigned sum = read_slowly(chunks[0], chunk);
-    sum += read_slowly(chunks[1], chunk);
-    size_t ahead = 0;
-    for (int i = 0; i < 1000 && (ahead = cached_pages(chunks[2], chunk)) < chunk / 4096 / 2; i++) sleep_ms(10);
-    INFO("chunks[2]: " << ahead << " of " << chunk / 4096 << " pages cached before the reader came");
-    CHECK(ahead >= chunk / 4096 / 2);
-    sum += read_slowly(chunks[2], chunk);
-    CHECK(sum == 7u * (unsigned)(3 * chunk / 4096));
+    chain_reads_ahead(chunks, chunk);
     for (void *b : blocks) CHECK(block_zone_give(b, block));
     block_zone_reset_for_tests();
     reaper_drain();

@@ -244,73 +244,6 @@ TEST_CASE("a chain of buffers read in turn: the next buffer is read ahead before
     reaper_drain();
 }
 
-TEST_CASE("a chain of buffers filled unseen by the detector: their files say they were written, and they are read ahead") {
-    // On a fast disk a buffer is filled, written back and unmapped between
-    // two looks (sampler.cpp, written_on_file): the detector never sees its
-    // pages present. The first two are filled while the detector looks (a
-    // chain begins on a buffer seen written), the others while it is held,
-    // and all are out of memory before it looks again.
-    test::bring_up();
-    const size_t n = 32 << 20, count = 5;
-    std::vector<unsigned char *> bufs;
-    for (size_t i = 0; i < count; i++) bufs.push_back(disk_region(n));
-    std::sort(bufs.begin(), bufs.end());
-    if (!extents_cheap_to_ask(arena::region_at(bufs[0])->file->fd)) {
-        // btrfs: written_extents cannot tell cheaply (extents.h); the
-        // detector knows only what its looks saw, and this case is not read ahead.
-        WARN("the spill directory's filesystem does not answer FIEMAP cheaply: case not run here");
-        for (unsigned char *p : bufs) large_free(p);
-        reaper_drain();
-        return;
-    }
-    memset(bufs[0], 7, n);
-    memset(bufs[1], 7, n);
-    sleep_ms(250); // looked at while written
-    sampler_hold(true);
-    for (size_t i = 2; i < count; i++) memset(bufs[i], 7, n);
-    for (unsigned char *p : bufs) drop_from_memory(p, n);
-    sampler_hold(false);
-    sleep_ms(250); // looked at, nothing present
-    chain_reads_ahead(bufs, n);
-    for (unsigned char *p : bufs) large_free(p);
-    reaper_drain();
-}
-
-TEST_CASE("a block zone's chunks read in turn are a chain: the next chunk is read ahead before the reader gets there") {
-    // CPython's object arenas (block_zone.h): chunks of 32 MiB with no call
-    // site, a pass over a list's objects crossing one every 32 MiB
-    // (tests/bench/jobs pylist's scan: each chunk began with a 100 ms look
-    // the reader spent faulting page by page, until they chained).
-    test::bring_up();
-    block_zone_reset_for_tests();
-    const size_t block = size_t(1) << 20, chunk = block_zone_chunk_bytes(block), count = 5;
-    std::vector<void *> blocks;
-    std::vector<unsigned char *> chunks;
-    for (size_t i = 0; i < count * (chunk / block); i++) {
-        void *b = block_zone_take(block);
-        REQUIRE(b);
-        blocks.push_back(b);
-        unsigned char *c = (unsigned char *)arena::region_at(b)->start;
-        if (std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
-    }
-    REQUIRE(chunks.size() == count);
-    std::sort(chunks.begin(), chunks.end());
-    for (unsigned char *c : chunks) {
-        Region *r = arena::region_at(c);
-        REQUIRE(r->backing == Backing::disk);
-        REQUIRE(r->object_blocks);
-        REQUIRE(r->site == nullptr);
-        memset(c, 7, chunk);
-    }
-    sleep_ms(250);
-    for (unsigned char *c : chunks) drop_from_memory(c, chunk);
-    sleep_ms(250);
-    chain_reads_ahead(chunks, chunk);
-    for (void *b : blocks) CHECK(block_zone_give(b, block));
-    block_zone_reset_for_tests();
-    reaper_drain();
-}
-
 // The child's verdicts, as its exit status: 0 when both phases were seen.
 static int child_reads_slices_then_scatters(unsigned char *p, size_t n) {
     Region *r = arena::region_at(p);
@@ -469,5 +402,74 @@ TEST_CASE("the read-ahead below a reader moving down reaches one lead below it, 
     CHECK(sum == 7u * (unsigned)(pages + pages / 2));
 
     for (unsigned char *p : bufs) large_free(p);
+    reaper_drain();
+}
+
+// Last in the file: the cases below leave a block zone and regions the
+// detector tracked; the older cases above ran without them before.
+TEST_CASE("a chain of buffers filled unseen by the detector: their files say they were written, and they are read ahead") {
+    // On a fast disk a buffer is filled, written back and unmapped between
+    // two looks (sampler.cpp, written_on_file): the detector never sees its
+    // pages present. The first two are filled while the detector looks (a
+    // chain begins on a buffer seen written), the others while it is held,
+    // and all are out of memory before it looks again.
+    test::bring_up();
+    const size_t n = 32 << 20, count = 5;
+    std::vector<unsigned char *> bufs;
+    for (size_t i = 0; i < count; i++) bufs.push_back(disk_region(n));
+    std::sort(bufs.begin(), bufs.end());
+    if (!extents_cheap_to_ask(arena::region_at(bufs[0])->file->fd)) {
+        // btrfs: written_extents cannot tell cheaply (extents.h); the
+        // detector knows only what its looks saw, and this case is not read ahead.
+        WARN("the spill directory's filesystem does not answer FIEMAP cheaply: case not run here");
+        for (unsigned char *p : bufs) large_free(p);
+        reaper_drain();
+        return;
+    }
+    memset(bufs[0], 7, n);
+    memset(bufs[1], 7, n);
+    sleep_ms(250); // looked at while written
+    sampler_hold(true);
+    for (size_t i = 2; i < count; i++) memset(bufs[i], 7, n);
+    for (unsigned char *p : bufs) drop_from_memory(p, n);
+    sampler_hold(false);
+    sleep_ms(250); // looked at, nothing present
+    chain_reads_ahead(bufs, n);
+    for (unsigned char *p : bufs) large_free(p);
+    reaper_drain();
+}
+
+TEST_CASE("a block zone's chunks read in turn are a chain: the next chunk is read ahead before the reader gets there") {
+    // CPython's object arenas (block_zone.h): chunks of 32 MiB with no call
+    // site, a pass over a list's objects crossing one every 32 MiB
+    // (tests/bench/jobs pylist's scan: each chunk began with a 100 ms look
+    // the reader spent faulting page by page, until they chained).
+    test::bring_up();
+    block_zone_reset_for_tests();
+    const size_t block = size_t(1) << 20, chunk = block_zone_chunk_bytes(block), count = 5;
+    std::vector<void *> blocks;
+    std::vector<unsigned char *> chunks;
+    for (size_t i = 0; i < count * (chunk / block); i++) {
+        void *b = block_zone_take(block);
+        REQUIRE(b);
+        blocks.push_back(b);
+        unsigned char *c = (unsigned char *)arena::region_at(b)->start;
+        if (std::find(chunks.begin(), chunks.end(), c) == chunks.end()) chunks.push_back(c);
+    }
+    REQUIRE(chunks.size() == count);
+    std::sort(chunks.begin(), chunks.end());
+    for (unsigned char *c : chunks) {
+        Region *r = arena::region_at(c);
+        REQUIRE(r->backing == Backing::disk);
+        REQUIRE(r->object_blocks);
+        REQUIRE(r->site == nullptr);
+        memset(c, 7, chunk);
+    }
+    sleep_ms(250);
+    for (unsigned char *c : chunks) drop_from_memory(c, chunk);
+    sleep_ms(250);
+    chain_reads_ahead(chunks, chunk);
+    for (void *b : blocks) CHECK(block_zone_give(b, block));
+    block_zone_reset_for_tests();
     reaper_drain();
 }

@@ -312,8 +312,7 @@ bool refresh_tracks(uint64_t now) {
 // younger than kMinAgeNs is not even tracked). On a disk that took 64 MiB in
 // 40 ms, 21-53 of the live job's 128 buffers had filled_to 0 when read
 // back: their re-reads were taken for first fills and never read ahead, and
-// a chain never predicted them. Asked for a region a stream is about to
-// enter (a chain's next buffer, the region below a reader moving down), at
+// a chain never predicted them. Asked for a chain's next buffer only, at
 // most once per kPeriodNs per region, and never for one from the recycle
 // cache (its file holds the last owner's bytes: written, but not this
 // owner's fill). Not for the region a stream is in: the file cannot tell a
@@ -321,7 +320,9 @@ bool refresh_tracks(uint64_t now) {
 // there too (session 36, tests/bench/JOBS.md) scipy's tocsr and transpose
 // fell in 3 of 10 runs into a mode that wrote 3.6-4.6 GB where they write
 // 0.8-1.9 (not understood; not seen in 8 runs without it). So a chain must
-// begin on a buffer the looks saw written.
+// begin on a buffer the looks saw written. Asked for the region below a
+// reader moving down too, test_sampler's "a reader moving down" case failed
+// in 2 of 14 runs beside two busy loops (main's: 0 of 9; without it, 0 of 9).
 void written_on_file(Track &t, uint64_t now) {
     if (t.filled_to >= t.pages || t.reused || t.fd < 0 || now - t.file_asked_ns < kPeriodNs) return;
     t.file_asked_ns = now;
@@ -745,7 +746,6 @@ void pass_backward_on(uint64_t now) {
         if (std::min(a.back_read_to, a.back_front) > kBackwardEdgePages) continue;
         a.back_passed_on = true;
         // A forward stream there (b.fed) is another reader's.
-        if (below_a && b.filled_to == 0) written_on_file(b, now);
         if (!below_a || b.backward || b.fed || b.cache_managed || b.kept_off || b.filled_to == 0) continue;
         b.backward = true;
         b.back_passed_on = false;

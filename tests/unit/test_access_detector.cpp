@@ -512,6 +512,22 @@ TEST_CASE("what a stream passed is paged out only where the page cache could not
     CHECK(pages_out_behind(false, 1, 0)); // no room at all
 }
 
+TEST_CASE("a fork child's inherited region read at random keeps its pages' recency only where it could stay cached") {
+    constexpr uint64_t MiB = 1 << 20;
+    // The epochs job's dataset in 640 MiB: 183 and 92 MiB, room about 425 MiB.
+    CHECK(random_keeps_recency(true, 183 * MiB, 425 * MiB));
+    CHECK(random_keeps_recency(true, 92 * MiB, 425 * MiB));
+    CHECK(random_keeps_recency(true, 200 * MiB, 400 * MiB)); // half the room: the edge
+    // Its 768 MiB table would be read around each fault and evicted unused.
+    CHECK_FALSE(random_keeps_recency(true, 768 * MiB, 425 * MiB));
+    CHECK_FALSE(random_keeps_recency(true, 201 * MiB, 400 * MiB));
+    CHECK_FALSE(random_keeps_recency(true, 1, 0)); // no room at all
+    // The process's own regions keep MADV_RANDOM (tiering promotes what fits).
+    CHECK_FALSE(random_keeps_recency(false, 92 * MiB, 425 * MiB));
+    // No limit: the room is unbounded.
+    CHECK(random_keeps_recency(true, 4096 * MiB, UINT64_MAX));
+}
+
 TEST_CASE("a pass over a region larger than the page cache's room keeps as much of its end cached as fits") {
     constexpr uint64_t MiB = 1 << 20;
     CHECK(pass_tail_kept(false, 4096 * MiB, 1000 * MiB) == 1000 * MiB);

@@ -283,6 +283,10 @@ uint64_t pass_tail_kept(bool chained, uint64_t region_bytes, uint64_t page_cache
     return chained || region_bytes <= page_cache_room ? 0 : page_cache_room;
 }
 
+bool random_keeps_recency(bool inherited, uint64_t region_bytes, uint64_t page_cache_room) {
+    return inherited && region_bytes <= page_cache_room / 2;
+}
+
 long read_presence(int pagemap_fd, uintptr_t start, uint64_t pages, PageRun *runs, size_t cap,
                    bool *overflow) {
     *overflow = false;

@@ -256,6 +256,21 @@ bool pages_out_behind(bool chained, uint64_t region_bytes, uint64_t page_cache_r
 // 20,000 rows against the kernel's 14,980 (tests/bench/phases.sh).
 uint64_t pass_tail_kept(bool chained, uint64_t region_bytes, uint64_t page_cache_room);
 
+// Whether a fork child's inherited region in a random phase is advised
+// MADV_NORMAL instead of MADV_RANDOM: when the region could stay cached
+// whole (at most half the room the page cache has). Why: since Linux 6.3
+// reclaim ignores the accessed bits of pages mapped only through
+// MADV_RANDOM or MADV_SEQUENTIAL mappings (vma_has_recency), so their pages
+// are evicted oldest first however often they are read. A DataLoader
+// worker reading its parent's dataset at random (every page some 35 times
+// an epoch in the epochs job) lost it that way: 640k major faults an epoch
+// for two workers, 96k under MADV_NORMAL (tests/bench/JOBS.md, session 37).
+// A fork child cannot promote an inherited region (fork_snapshot.h), so
+// recency is the only way its hot pages stay. A region larger than that
+// keeps MADV_RANDOM: the kernel's read-around (read_ahead_kb around each
+// fault) would read pages evicted before their turn.
+bool random_keeps_recency(bool inherited, uint64_t region_bytes, uint64_t page_cache_room);
+
 // Reads which pages of [start, start + pages*4096) this process maps,
 // as sorted runs into runs[cap]. Returns the number of runs; sets *overflow
 // when there were more than cap (the listed ones are then a prefix).

@@ -167,6 +167,7 @@ struct Track {
     bool shared_file = false; // mapped shared over a file of this process (probes may unmap its pages)
     bool reused = false;      // from the recycle cache: its first look is no evidence (region.h)
     bool object_blocks = false; // a block zone's chunk: chained with the other chunks (region.h)
+    bool inherited = false;     // a fork child's private view of its parent's region (random_keeps_recency)
     uint64_t present_pages = 0; // at the last look over the whole region
     ProbeSet *probes = nullptr; // page_probes.h: while learning sees nothing in presence
     uint64_t last_news_ns = 0;  // the last look that saw pages of the region newly present
@@ -271,6 +272,7 @@ bool refresh_tracks(uint64_t now) {
             t.shared_file = r->file && !r->file->foreign && !r->is_private;
             t.reused = r->reused;
             t.object_blocks = r->object_blocks;
+            t.inherited = r->is_private && r->file && r->file->foreign;
         }
     }
     std::sort(g_next_tracks, g_next_tracks + n,
@@ -343,8 +345,21 @@ uint64_t readahead_pages(Track &t) {
     return (uint64_t)t.readahead_pages;
 }
 
+// The room the page cache has under the limit, read once per tick (the
+// tick's time is its key).
+uint64_t page_cache_room(uint64_t now) {
+    static uint64_t at = 0, room = 0;
+    if (at != now) {
+        room = read_memory_figures().room();
+        at = now;
+    }
+    return room;
+}
+
 // Queues the verdict for the live region (if it is still the one tracked)
-// and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise.
+// and its advice: MADV_SEQUENTIAL while streamed, MADV_RANDOM otherwise
+// (MADV_NORMAL for a fork child's inherited region that fits:
+// random_keeps_recency).
 void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     // MADV_SEQUENTIAL for a moving stream: over never-written blocks (a
     // first fill: large zeroed folios), or over written ones the prefetch
@@ -361,6 +376,8 @@ void publish(Track &t, Verdict v, bool changed, uint64_t now, uint32_t rate) {
     bool cluster_advice = !t.streaming && t.clustered;
     int want = (stream_advice || cluster_advice) && t.pages * kPage >= kStreamAdviceFrom ? MADV_SEQUENTIAL
                                                                                         : MADV_RANDOM;
+    if (want == MADV_RANDOM && t.inherited && random_keeps_recency(true, t.pages * kPage, page_cache_room(now)))
+        want = MADV_NORMAL;
     bool want_fd = wants_worker(t) && !t.handed && t.worker_fd < 0;
     if (!changed && !want_fd && want == t.advice_published && rate == t.rate_published) return; // nothing new
     t.advice_published = want;

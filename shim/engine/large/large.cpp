@@ -16,6 +16,7 @@
 #include "large/recycle.h"
 #include "tiering/rehome.h"
 #include "tiering/tiering_loop.h"
+#include "access/access_detector.h" // random_keeps_recency
 #include "access/prefetch_worker.h"
 #include "access/sampler.h"
 #include "registry/probe_hold.h"
@@ -499,6 +500,7 @@ bool large_privatise_inherited(bool trusted) {
     // Every inherited file is the parent's: never extended, punched,
     // truncated or closed by this process (backing.h).
     bool inherited_disk = false;
+    uint64_t room = 0; // read once, at the first region that needs it
     for (Region *r = registry_first(); r; r = r->next) {
         if (r->left_pool) r->left_pool->foreign = true;
         if (!r->file) continue;
@@ -523,8 +525,16 @@ bool large_privatise_inherited(bool trusted) {
         // it. (Measured, scenario 8: DataLoader workers that inherited
         // MADV_RANDOM and had no detector read 1 MiB batches 4 KiB per
         // fault: 20-24 s against 7.4 s.)
-        int advice = trusted && !r->advice_pinned ? MADV_RANDOM : r->advice.load();
-        if (advice) madvise(q, r->map_len, advice);
+        // One that could stay cached whole starts under MADV_NORMAL, so
+        // reclaim sees its pages' use (access_detector.h,
+        // random_keeps_recency).
+        int advice = r->advice.load();
+        if (trusted && !r->advice_pinned) {
+            if (room == 0) room = read_memory_figures().room();
+            advice = random_keeps_recency(true, r->map_len, room) ? MADV_NORMAL : MADV_RANDOM;
+        }
+        const int mapped_with = parent_snapshot ? r->advice.load() : MADV_NORMAL; // a new mapping's is none
+        if (advice != mapped_with) madvise(q, r->map_len, advice);
         r->advice.store(advice);
         r->is_private = true;
         inherited_disk |= r->backing == Backing::disk;

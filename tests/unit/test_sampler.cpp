@@ -15,6 +15,7 @@
 #include "access/prefetch_worker.h"
 #include "access/sampler.h"
 #include "large/block_zone.h"
+#include "clock.h"
 #include "os/cgroup.h"
 #include "os/extents.h"
 #include "spillway.h"
@@ -163,14 +164,26 @@ void chain_reads_ahead(const std::vector<unsigned char *> &bufs, size_t n) {
     CHECK(sum == 7u * (unsigned)(3 * n / 4096));
 }
 
+// Waits for a look at every region: at least a full look's period
+// (100 ms) and a tick. Why not any tick: between full looks the sampler
+// looks only at streams, every 10-20 ms while one runs; a reader moving
+// down paced by those read 16 MiB before the region it moved in was looked
+// at twice, so its stream never began and nothing was read ahead (CI runs
+// 107 and 109, docs/flakes.md).
+void wait_for_a_full_look() {
+    const uint64_t from = spillway::monotonic_ns();
+    do wait_for_a_look();
+    while (spillway::monotonic_ns() - from < 100'000'000);
+}
+
 // Reads [p+from, p+to) from its last page down to its first, a page at a
-// time, with a look every 4 MiB (CPython freeing a list's objects).
+// time, with a full look every 4 MiB (CPython freeing a list's objects).
 unsigned read_down_slowly(const unsigned char *p, size_t from, size_t to) {
     unsigned sum = 0;
     for (size_t i = to; i > from;) {
         i -= 4096;
         sum += ((const volatile unsigned char *)p)[i];
-        if (i % (4 << 20) == 0) wait_for_a_look();
+        if (i % (4 << 20) == 0) wait_for_a_full_look();
     }
     return sum;
 }
